@@ -106,7 +106,16 @@ class KernelBuilder:
         flag += compile_options_text(self.compile_options)
         digest = hashlib.sha1((helpers + "@triton.jit\n" + function + flag).encode()).hexdigest()[:10]
         name = f"_{self.fn_name}_kernel_{digest}"
-        return name, helpers + "@_jit_on_first_launch\n" + function.replace("{name}", name, 1) + flag.replace("{name}", name)
+        return name, helpers + KERNEL_DECORATOR + function.replace("{name}", name, 1) + flag.replace("{name}", name)
+
+
+KERNEL_DECORATOR = "@_jit_on_first_launch\n"
+
+
+def split_helpers(source: str) -> tuple[str, str]:
+    """(the combine functions, the kernel from its `def` on) of a source from KernelBuilder.render."""
+    helpers, kernel = source.split(KERNEL_DECORATOR, 1)
+    return helpers, kernel
 
 
 def compile_options_text(options: dict) -> str:

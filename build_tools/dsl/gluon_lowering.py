@@ -725,7 +725,7 @@ class Lowering:
                 return (self.axis_of.get(block, 1),) if block != "1" else (1,)
             if f == "full":
                 return tuple(self.axis_of.get(ast.unparse(e), 1) for e in node.args[0].elts)
-            if f in ("max", "sum", "min"):
+            if f in ("max", "sum", "min", "reduce"):
                 inner = list(self.shape(node.args[0]))
                 del inner[int(ast.unparse(node.args[1]))]
                 return tuple(inner)
@@ -870,15 +870,17 @@ class Lowering:
         if f == "full":
             dims = ", ".join("ROWS" if ast.unparse(e) == self.rows else ast.unparse(e) for e in node.args[0].elts)
             return f"gl.full([{dims}], {ast.unparse(node.args[1])}, {_gl(ast.unparse(node.args[2]))}, {self.layout(ctx)})"
-        if f in ("max", "sum", "min"):
+        if f in ("max", "sum", "min", "reduce"):
             inner = self.shape(node.args[0])
             fam = self.natural(inner)
             axis = int(ast.unparse(node.args[1]))
-            text = f"gl.{f}({self.emit(node.args[0], fam)}, {axis})"
+            combine = "".join(f", {ast.unparse(a)}" for a in node.args[2:])  # tl.reduce's @triton.jit combine function
+            text = f"gl.{f}({self.emit(node.args[0], fam)}, {axis}{combine})"
             have = (ROW if axis == 1 else COL, fam)
             return text if ctx is None or have == ctx else f"gl.convert_layout({text}, {self.layout(ctx)})"
         if f in ("maximum", "minimum", "where", "exp2", "log2", "exp", "log", "abs", "sqrt", "fma"):
-            return f"gl.{f}({', '.join(self.emit(a, ctx) for a in node.args)})"
+            keywords = [f"{k.arg}={ast.unparse(k.value)}" for k in node.keywords]  # maximum's propagate_nan
+            return f"gl.{f}({', '.join([self.emit(a, ctx) for a in node.args] + keywords)})"
         if f in ("cdiv", "program_id", "num_programs"):
             return _gl(ast.unparse(node))
         if f == "load":

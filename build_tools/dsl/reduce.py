@@ -137,7 +137,7 @@ class ReduceMixin:
         ident = identity(kind, acc_dtype)
         scale = f" / {dim.numel_expr}" if kind == "mean" else ""
         cast_out = "" if out_dtype == acc_dtype else f".to({tl_dtype(out_dtype)})"
-        reducer = self.reducer(kind, axis, keepdim)
+        reducer = self.reducer(kind, axis, keepdim, acc_dtype)
         if isinstance(dim, RDim) and dim.looped and value.lazy:
             return self.looped_reduce(kind, value, axis, dim, acc_dtype, ident, reducer, scale, cast_out, out_shape, out_dtype)
         mask = self.mask_for(value.shape, axis)
@@ -153,15 +153,23 @@ class ReduceMixin:
 
         return self.make(out_dtype, out_shape, render, [value], "red")
 
-    def reducer(self, kind: str, axis: int, keepdim: bool) -> Callable[[str], str]:
-        """The Triton reduction of a tensor's text along `axis`: tl.sum / max / min, and for
-        "prod" tl.reduce with a multiplying combine function."""
+    def reducer(self, kind: str, axis: int, keepdim: bool, dtype: torch.dtype) -> Callable[[str], str]:
+        """The Triton reduction of a tensor's text along `axis`: tl.sum / max / min, and tl.reduce
+        with a combine function for "prod" and for float max / min (NaN-propagating, as PyTorch's
+        amax / amin: tl.max / tl.min pass over NaN on the GPU)."""
         keep = ", keep_dims=True" if keepdim else ""
-        if kind == "prod":
-            helper = self.builder.helper(["left", "right"], ["return left * right"], "multiply")
+        if kind == "prod" or kind in ("max", "min") and dtype.is_floating_point:
+            combine = "left * right" if kind == "prod" else self.nan_extremum("maximum" if kind == "max" else "minimum", "left", "right")
+            helper = self.builder.helper(["left", "right"], [f"return {combine}"], "multiply" if kind == "prod" else kind)
             return lambda x: f"tl.reduce({x}, {axis}, {helper}{keep})"
         fn = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
         return lambda x: f"{fn}({x}, {axis}{keep})"
+
+    @staticmethod
+    def nan_extremum(fn: str, a: str, b: str) -> str:
+        """tl.maximum / tl.minimum of two float operands giving NaN where either is NaN, as
+        PyTorch's (Triton's default takes the other operand on the GPU)."""
+        return f"tl.{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
 
     def looped_reduce(self, kind, value, axis, dim, acc_dtype, ident, reducer, scale, cast_out, out_shape, out_dtype) -> TVal:
         self.single_looped_rdim(value)
@@ -170,8 +178,7 @@ class ReduceMixin:
         sizes = ", ".join(d.size_expr for d in value.shape)
         b.emit(f"{acc} = tl.full([{sizes}], {ident}, {tl_dtype(acc_dtype)})")
         mask = self.mask_for(value.shape, axis)
-        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "prod": "{0} * {1}", "max": "tl.maximum({0}, {1})",
-                   "min": "tl.minimum({0}, {1})"}[kind]
+        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "prod": "{0} * {1}"}.get(kind)
         with self.chunk_loop(dim):
             self.reduction_pass = True
             try:
@@ -182,7 +189,11 @@ class ReduceMixin:
                 x = f"{x}.to({tl_dtype(acc_dtype)})"
             if mask:
                 x = f"tl.where({mask}, {x}, {ident})"
-            b.emit(f"{acc} = {combine.format(acc, x)}")
+            if combine:
+                b.emit(f"{acc} = {combine.format(acc, x)}")
+            else:
+                fn = "maximum" if kind == "max" else "minimum"
+                b.emit(f"{acc} = {self.nan_extremum(fn, acc, x) if acc_dtype.is_floating_point else f'tl.{fn}({acc}, {x})'}")
         result = TVal(out_dtype, out_shape, name=b.assign(f"({reducer(acc)}{scale}){cast_out}", "red"))
         if result.looped_rdims():
             raise exc.NotLoopable("reduction result still spans a looped dimension", self.session.location(self.current_node)).with_rdims([d.rdim_id for d in result.looped_rdims()])
@@ -202,15 +213,33 @@ class ReduceMixin:
             return ValuesIndices((values, LoopedIndices(error.with_rdims([d.rdim_id for d in value.looped_rdims()]))))
         mask = self.mask_for(value.shape, axis)
         ident = identity(kind, value.dtype)
-        fn = "tl.argmax" if kind == "max" else "tl.argmin"
-        keep = ", keep_dims=True" if keepdim else ""
+        arg = self.arg_reducer(kind, value.shape, axis, keepdim, value.dtype)
+        wide = ".to(tl.float32)" if value.dtype in LOW_PRECISION else ""
 
         def render(a: list[str]) -> str:
-            x = f"tl.where({mask}, {a[0]}, {ident})" if mask else a[0]
-            return f"{fn}({x}, {axis}{keep}).to(tl.int64)"
+            x = f"tl.where({mask}, {a[0]}{wide}, {ident})" if mask else f"{a[0]}{wide}"
+            return f"{arg(x)}.to(tl.int64)"
 
         indices = self.make(torch.int64, values.shape, render, [value], "arg")
         return ValuesIndices((values, indices))
+
+    def arg_reducer(self, kind: str, shape: tuple, axis: int, keepdim: bool, dtype: torch.dtype) -> Callable[[str], str]:
+        """The index of the first largest ("max") or smallest element along `axis` of a tensor's
+        text: tl.argmax / argmin, and for floats tl.reduce over (value, index) pairs in which NaN
+        beats every number, as in PyTorch (tl.argmax passes over NaN)."""
+        keep = ", keep_dims=True" if keepdim else ""
+        if not dtype.is_floating_point:
+            return lambda x: f"tl.arg{kind}({x}, {axis}{keep})"
+        beats = ">" if kind == "max" else "<"
+        helper = self.builder.helper(["lv", "li", "rv", "ri"], [
+            "first = li < ri",
+            f"left = (lv {beats} rv) | ((lv == rv) & first) | ((lv != lv) & ((rv == rv) | first))",
+            "return tl.where(left, lv, rv), tl.where(left, li, ri)"], f"arg{kind}")
+        index = f"tl.arange(0, {shape[axis].size_expr})"
+        if len(shape) > 1:
+            places = ", ".join(":" if d == axis else "None" for d in range(len(shape)))
+            index = f"tl.broadcast_to({index}[{places}], [{', '.join(d.size_expr for d in shape)}])"
+        return lambda x: f"tl.reduce(({x}, {index}), {axis}, {helper}{keep})[1]"
 
     def softmax(self, value: Any, dim: int, log: bool, dtype: Any = None) -> TVal:
         value = self.to_tval(value)

@@ -19,7 +19,7 @@ from . import language as hl
 from . import nested
 from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
-from .emitter import KernelBuilder, compile_options_text
+from .emitter import KernelBuilder, compile_options_text, split_helpers
 from .host import HOST_TENSOR_METHODS, DeviceReads, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
 from .sizes import SizeTracker
 from .values import (DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, MergedDim, RDim, TileVal,
@@ -857,8 +857,9 @@ class CompileSession:
         from .gluon_lowering import HEADER, Lowering, NotLowerable, consumer_registers
 
         groups = int(self.config["consumer_groups"])
+        helpers, kernel = split_helpers(source)
         try:
-            lowering = Lowering(source[source.index("def "):], groups, **flags)
+            lowering = Lowering(kernel, groups, **flags)
             sites = lowering.sites()
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
@@ -902,7 +903,7 @@ class CompileSession:
             body = lowering.render(placeholder, params, {t: str(d) for t, d in dtypes.items()})
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
-        text = HEADER + "\n\n" + body + compile_options_text(options).replace("{name}", placeholder)
+        text = HEADER + "\n\n" + helpers + body + compile_options_text(options).replace("{name}", placeholder)
         name = f"_{self.parsed.fn.__name__}_gluon_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
         return name, text.replace(placeholder, name)
 
@@ -925,7 +926,7 @@ class CompileSession:
         from .gluon_lowering import Lowering
 
         try:
-            lowering = Lowering(source[source.index("def "):], 1)
+            lowering = Lowering(split_helpers(source)[1], 1)
             self.tma_dtypes(builder, lowering.sites())
         except Exception:  # noqa: BLE001 - refused (NotLowerable, NotSupported) or unreadable by the
             self.found.gluon_rows.append(None)  # analysis: not offered; a config asking for it gets the error

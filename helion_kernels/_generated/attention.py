@@ -11779,75 +11779,62 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     v_66 = (acc_q_44 * scale)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
 @gluon.jit
-def _attention_fwd_gluon_0516dacdf4_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_09f3976647_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
     pid_1 = gl.program_id(0)
     total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_5 * 1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
     offset_13 = 0 + pid_6 * 1
     v_16 = offset_10 // group
-    v_21 = gl.minimum(offset_7, kv_len)
-    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
     mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
         tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
-    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_75 = gl.minimum(end_74, kv_len)
-    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_09f3976647_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -11859,26 +11846,31 @@ def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, b
     pid_1 = gl.program_id(0)
     total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_5 * 1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
     offset_13 = 0 + pid_6 * 1
     v_16 = offset_10 // group
     v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
     v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
     v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    v_21 = gl.minimum(offset_7, kv_len)
-    row_sum_22 = v_19
-    acc_23 = v_20
-    row_max_24 = v_18
-    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_26 > 0:
-        offset_26 = 0
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -11886,27 +11878,33 @@ def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_31 = gl.max(dot_30, 1)
-        v_32 = (red_31 * qk_scale)
-        v_33 = gl.maximum(row_max_24, v_32)
-        v_34 = (dot_30 * qk_scale)
-        v_36 = (v_34 - (v_33[:, None]))
-        v_37 = gl.exp2(v_36)
-        v_38 = (row_max_24 - v_33)
-        v_39 = gl.exp2(v_38)
-        v_40 = (row_sum_22 * v_39)
-        red_41 = gl.sum(v_37, 1)
-        v_42 = (v_40 + red_41)
-        v_44 = v_37.to(gl.float16)
-        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_22 = v_42
-        row_max_24 = v_33
-        pend_a0 = gl.convert_layout(v_44, p_layout)
-        pend_acc0 = v_46
-        for jj in range(1, n_offset_26):
-            offset_26 = 0 + jj * _BLOCK_SIZE_1
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.bfloat16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -11917,44 +11915,50 @@ def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_31 = gl.max(dot_30, 1)
-            v_32 = (red_31 * qk_scale)
-            v_33 = gl.maximum(row_max_24, v_32)
-            v_34 = (dot_30 * qk_scale)
-            v_36 = (v_34 - (v_33[:, None]))
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_max_24 - v_33)
-            v_39 = gl.exp2(v_38)
-            v_40 = (row_sum_22 * v_39)
-            red_41 = gl.sum(v_37, 1)
-            v_42 = (v_40 + red_41)
-            v_44 = v_37.to(gl.float16)
-            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.bfloat16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_22 = v_42
-            row_max_24 = v_33
-            pend_a0 = gl.convert_layout(v_44, p_layout)
-            pend_acc0 = v_46
-        prev = (c + n_offset_26 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_26 + 1
-    c += n_offset_26
-    row_sum_48 = row_sum_22
-    acc_49 = acc_23
-    row_max_50 = row_max_24
-    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
-    if n_offset_51 > 0:
-        offset_51 = whole_end_25
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -11962,27 +11966,33 @@ def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
-        v_58 = (red_57 * qk_scale)
-        v_59 = gl.maximum(row_max_50, v_58)
-        v_60 = (dot_56 * qk_scale)
-        v_62 = (v_60 - (v_59[:, None]))
-        v_63 = gl.exp2(v_62)
-        v_64 = (row_max_50 - v_59)
-        v_65 = gl.exp2(v_64)
-        v_66 = (row_sum_48 * v_65)
-        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
-        v_68 = (v_66 + red_67)
-        v_70 = v_63.to(gl.float16)
-        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_48 = v_68
-        row_max_50 = v_59
-        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
-        pend_acc0 = v_72
-        for jj in range(1, n_offset_51):
-            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.bfloat16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -11993,213 +12003,60 @@ def _attention_fwd_gluon_0516dacdf4_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
-            v_58 = (red_57 * qk_scale)
-            v_59 = gl.maximum(row_max_50, v_58)
-            v_60 = (dot_56 * qk_scale)
-            v_62 = (v_60 - (v_59[:, None]))
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_max_50 - v_59)
-            v_65 = gl.exp2(v_64)
-            v_66 = (row_sum_48 * v_65)
-            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
-            v_68 = (v_66 + red_67)
-            v_70 = v_63.to(gl.float16)
-            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.bfloat16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_48 = v_68
-            row_max_50 = v_59
-            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
-            pend_acc0 = v_72
-        prev = (c + n_offset_51 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_51 + 1
-    c += n_offset_51
-    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_75 = gl.minimum(end_74, kv_len)
-    row_sum_76 = row_sum_48
-    acc_77 = acc_49
-    row_max_78 = row_max_50
-    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
-    if n_offset_80 > 0:
-        offset_80 = v_21
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-        red_89 = gl.max(v_88, 1)
-        v_90 = (red_89 * qk_scale)
-        v_91 = gl.maximum(row_max_78, v_90)
-        v_92 = (v_88 * qk_scale)
-        v_94 = (v_92 - (v_91[:, None]))
-        v_95 = gl.exp2(v_94)
-        v_96 = (row_max_78 - v_91)
-        v_97 = gl.exp2(v_96)
-        v_98 = (row_sum_76 * v_97)
-        red_99 = gl.sum(v_95, 1)
-        v_100 = (v_98 + red_99)
-        v_102 = v_95.to(gl.float16)
-        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_76 = v_100
-        row_max_78 = v_91
-        pend_a0 = gl.convert_layout(v_102, p_layout)
-        pend_acc0 = v_104
-        for jj in range(1, n_offset_80):
-            offset_80 = v_21 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-            red_89 = gl.max(v_88, 1)
-            v_90 = (red_89 * qk_scale)
-            v_91 = gl.maximum(row_max_78, v_90)
-            v_92 = (v_88 * qk_scale)
-            v_94 = (v_92 - (v_91[:, None]))
-            v_95 = gl.exp2(v_94)
-            v_96 = (row_max_78 - v_91)
-            v_97 = gl.exp2(v_96)
-            v_98 = (row_sum_76 * v_97)
-            red_99 = gl.sum(v_95, 1)
-            v_100 = (v_98 + red_99)
-            v_102 = v_95.to(gl.float16)
-            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_76 = v_100
-            row_max_78 = v_91
-            pend_a0 = gl.convert_layout(v_102, p_layout)
-            pend_acc0 = v_104
-        prev = (c + n_offset_80 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_80 + 1
-    c += n_offset_80
-    row_sum_106 = row_sum_76
-    acc_107 = acc_77
-    row_max_108 = row_max_78
-    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
-    if n_offset_109 > 0:
-        offset_109 = whole_end_79
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
-        v_120 = (red_119 * qk_scale)
-        v_121 = gl.maximum(row_max_108, v_120)
-        v_122 = (v_118 * qk_scale)
-        v_124 = (v_122 - (v_121[:, None]))
-        v_125 = gl.exp2(v_124)
-        v_126 = (row_max_108 - v_121)
-        v_127 = gl.exp2(v_126)
-        v_128 = (row_sum_106 * v_127)
-        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
-        v_130 = (v_128 + red_129)
-        v_132 = v_125.to(gl.float16)
-        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_106 = v_130
-        row_max_108 = v_121
-        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
-        pend_acc0 = v_134
-        for jj in range(1, n_offset_109):
-            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
-            v_120 = (red_119 * qk_scale)
-            v_121 = gl.maximum(row_max_108, v_120)
-            v_122 = (v_118 * qk_scale)
-            v_124 = (v_122 - (v_121[:, None]))
-            v_125 = gl.exp2(v_124)
-            v_126 = (row_max_108 - v_121)
-            v_127 = gl.exp2(v_126)
-            v_128 = (row_sum_106 * v_127)
-            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
-            v_130 = (v_128 + red_129)
-            v_132 = v_125.to(gl.float16)
-            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_106 = v_130
-            row_max_108 = v_121
-            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
-            pend_acc0 = v_134
-        prev = (c + n_offset_109 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_109 + 1
-    c += n_offset_109
+        t += n_offset_63 + 1
+    c += n_offset_63
     mbarrier.arrive(resident_empty.index(rslot))
-    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
-    v_138 = v_137.to(gl.float16)
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.bfloat16)
     tma.store_wait(0)
-    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
     fence_async_shared()
     tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
-    v_139 = gl.log2(row_sum_106)
-    v_140 = (row_max_108 + v_139)
-    v_141 = (v_140 * 0.6931471805599453)
-    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_0516dacdf4(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_09f3976647(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -12221,10 +12078,1818 @@ def _attention_fwd_gluon_0516dacdf4(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_0516dacdf4_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_0516dacdf4_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_0516dacdf4_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_09f3976647_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_09f3976647_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_09f3976647.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_10a44dad46_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_147bd71c30_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
+        offset_9 = 0 + pid_4 * 1
+        offset_12 = 0 + pid_5 * 1
+        v_15 = offset_9 // group
+        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_12, offset_9, offset_6 + g * ROWS, 0], resident_bar.index(rslot), load_16_smem.index(rslot * GROUPS + g))
+        for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_49 in range(whole_end_23, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_147bd71c30_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
+        offset_9 = 0 + pid_4 * 1
+        offset_12 = 0 + pid_5 * 1
+        v_15 = offset_9 // group
+        v_17 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_19 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_20 = v_18
+        acc_21 = v_19
+        row_max_22 = v_17
+        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_24 > 0:
+            offset_24 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+            v_30 = (red_29 * qk_scale)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+            v_32 = (dot_28 * qk_scale)
+            v_34 = (v_32 - (v_31[:, None]))
+            v_35 = gl.exp2(v_34)
+            v_36 = (row_max_22 - v_31)
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_sum_20 * v_37)
+            red_39 = gl.sum(v_35, 1)
+            v_40 = (v_38 + red_39)
+            v_42 = v_35.to(gl.bfloat16)
+            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_20 = v_40
+            row_max_22 = v_31
+            pend_a0 = gl.convert_layout(v_42, p_layout)
+            pend_acc0 = v_44
+            for jj in range(1, n_offset_24):
+                offset_24 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+                v_30 = (red_29 * qk_scale)
+                v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+                v_32 = (dot_28 * qk_scale)
+                v_34 = (v_32 - (v_31[:, None]))
+                v_35 = gl.exp2(v_34)
+                v_36 = (row_max_22 - v_31)
+                v_37 = gl.exp2(v_36)
+                v_38 = (row_sum_20 * v_37)
+                red_39 = gl.sum(v_35, 1)
+                v_40 = (v_38 + red_39)
+                v_42 = v_35.to(gl.bfloat16)
+                acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_20 = v_40
+                row_max_22 = v_31
+                pend_a0 = gl.convert_layout(v_42, p_layout)
+                pend_acc0 = v_44
+            prev = (c + n_offset_24 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_24 + 1
+        c += n_offset_24
+        row_sum_46 = row_sum_20
+        acc_47 = acc_21
+        row_max_48 = row_max_22
+        n_offset_49 = gl.cdiv(gl.maximum((kv_len) - (whole_end_23), 0), _BLOCK_SIZE_1)
+        if n_offset_49 > 0:
+            offset_49 = whole_end_23
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_56 = (red_55 * qk_scale)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+            v_58 = (dot_54 * qk_scale)
+            v_60 = (v_58 - (v_57[:, None]))
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_max_48 - v_57)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_46 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            v_68 = v_61.to(gl.bfloat16)
+            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_46 = v_66
+            row_max_48 = v_57
+            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
+            pend_acc0 = v_70
+            for jj in range(1, n_offset_49):
+                offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_56 = (red_55 * qk_scale)
+                v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+                v_58 = (dot_54 * qk_scale)
+                v_60 = (v_58 - (v_57[:, None]))
+                v_61 = gl.exp2(v_60)
+                v_62 = (row_max_48 - v_57)
+                v_63 = gl.exp2(v_62)
+                v_64 = (row_sum_46 * v_63)
+                red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
+                v_66 = (v_64 + red_65)
+                v_68 = v_61.to(gl.bfloat16)
+                acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_46 = v_66
+                row_max_48 = v_57
+                pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
+                pend_acc0 = v_70
+            prev = (c + n_offset_49 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_49 + 1
+        c += n_offset_49
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_73 = (acc_47 / (gl.convert_layout(row_sum_46, gl.SliceLayout(1, o_layout))[:, None]))
+        v_74 = v_73.to(gl.bfloat16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_74)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_12, offset_9, offset_6 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_75 = gl.log2(row_sum_46)
+        v_76 = (row_max_48 + v_75)
+        v_77 = (v_76 * 0.6931471805599453)
+        gl.store((lse + (((offset_12 * lse_stride_0) + (offset_9 * lse_stride_1)) + (((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_77, mask=((((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_147bd71c30(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_147bd71c30_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_147bd71c30_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_147bd71c30_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_16789ebbfe_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
+        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_16789ebbfe_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        row_sum_33 = v_25
+        acc_34 = v_26
+        row_max_35 = v_24
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_37 > 0:
+            offset_37 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+            v_43 = end_42 > offset_13
+            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_44 = dot_41
+            if v_43:
+                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                scores_44 = v_48
+            red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
+            v_50 = (red_49 * qk_scale)
+            v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
+            v_52 = (scores_44 * qk_scale)
+            v_54 = (v_52 - (v_51[:, None]))
+            v_55 = gl.exp2(v_54)
+            v_56 = (row_max_35 - v_51)
+            v_57 = gl.exp2(v_56)
+            v_58 = (row_sum_33 * v_57)
+            red_59 = gl.sum(v_55, 1)
+            v_60 = (v_58 + red_59)
+            v_62 = v_55.to(gl.float16)
+            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_33 = v_60
+            row_max_35 = v_51
+            pend_a0 = gl.convert_layout(v_62, p_layout)
+            pend_acc0 = v_64
+            for jj in range(1, n_offset_37):
+                offset_37 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+                v_43 = end_42 > offset_13
+                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_44 = dot_41
+                if v_43:
+                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                    scores_44 = v_48
+                red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
+                v_50 = (red_49 * qk_scale)
+                v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
+                v_52 = (scores_44 * qk_scale)
+                v_54 = (v_52 - (v_51[:, None]))
+                v_55 = gl.exp2(v_54)
+                v_56 = (row_max_35 - v_51)
+                v_57 = gl.exp2(v_56)
+                v_58 = (row_sum_33 * v_57)
+                red_59 = gl.sum(v_55, 1)
+                v_60 = (v_58 + red_59)
+                v_62 = v_55.to(gl.float16)
+                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_33 = v_60
+                row_max_35 = v_51
+                pend_a0 = gl.convert_layout(v_62, p_layout)
+                pend_acc0 = v_64
+            prev = (c + n_offset_37 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_37 + 1
+        c += n_offset_37
+        row_sum_66 = row_sum_33
+        acc_67 = acc_34
+        row_max_68 = row_max_35
+        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
+        if n_offset_69 > 0:
+            offset_69 = whole_end_36
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+            v_76 = end_75 > offset_13
+            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_77 = dot_74
+            if v_76:
+                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                scores_77 = v_81
+            red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_83 = (red_82 * qk_scale)
+            v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
+            v_85 = (scores_77 * qk_scale)
+            v_87 = (v_85 - (v_84[:, None]))
+            v_88 = gl.exp2(v_87)
+            v_89 = (row_max_68 - v_84)
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_sum_66 * v_90)
+            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+            v_93 = (v_91 + red_92)
+            v_95 = v_88.to(gl.float16)
+            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_66 = v_93
+            row_max_68 = v_84
+            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+            pend_acc0 = v_97
+            for jj in range(1, n_offset_69):
+                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+                v_76 = end_75 > offset_13
+                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_77 = dot_74
+                if v_76:
+                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                    scores_77 = v_81
+                red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_83 = (red_82 * qk_scale)
+                v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
+                v_85 = (scores_77 * qk_scale)
+                v_87 = (v_85 - (v_84[:, None]))
+                v_88 = gl.exp2(v_87)
+                v_89 = (row_max_68 - v_84)
+                v_90 = gl.exp2(v_89)
+                v_91 = (row_sum_66 * v_90)
+                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+                v_93 = (v_91 + red_92)
+                v_95 = v_88.to(gl.float16)
+                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_66 = v_93
+                row_max_68 = v_84
+                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+                pend_acc0 = v_97
+            prev = (c + n_offset_69 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_69 + 1
+        c += n_offset_69
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
+        v_101 = v_100.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_102 = gl.log2(row_sum_66)
+        v_103 = (row_max_68 + v_102)
+        v_104 = (v_103 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_16789ebbfe(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_16789ebbfe_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_16789ebbfe_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_16789ebbfe_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_219b81dc72_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_219b81dc72_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_19 = v_17
+        acc_20 = v_18
+        row_max_21 = v_16
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_23 > 0:
+            offset_23 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_28 = gl.reduce(dot_27, 1, _max_f4e3fa2f3b)
+            v_29 = (red_28 * qk_scale)
+            v_30 = gl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
+            v_31 = (dot_27 * qk_scale)
+            v_33 = (v_31 - (v_30[:, None]))
+            v_34 = gl.exp2(v_33)
+            v_35 = (row_max_21 - v_30)
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_sum_19 * v_36)
+            red_38 = gl.sum(v_34, 1)
+            v_39 = (v_37 + red_38)
+            v_41 = v_34.to(gl.bfloat16)
+            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_19 = v_39
+            row_max_21 = v_30
+            pend_a0 = gl.convert_layout(v_41, p_layout)
+            pend_acc0 = v_43
+            for jj in range(1, n_offset_23):
+                offset_23 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_28 = gl.reduce(dot_27, 1, _max_f4e3fa2f3b)
+                v_29 = (red_28 * qk_scale)
+                v_30 = gl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
+                v_31 = (dot_27 * qk_scale)
+                v_33 = (v_31 - (v_30[:, None]))
+                v_34 = gl.exp2(v_33)
+                v_35 = (row_max_21 - v_30)
+                v_36 = gl.exp2(v_35)
+                v_37 = (row_sum_19 * v_36)
+                red_38 = gl.sum(v_34, 1)
+                v_39 = (v_37 + red_38)
+                v_41 = v_34.to(gl.bfloat16)
+                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_19 = v_39
+                row_max_21 = v_30
+                pend_a0 = gl.convert_layout(v_41, p_layout)
+                pend_acc0 = v_43
+            prev = (c + n_offset_23 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_23 + 1
+        c += n_offset_23
+        row_sum_45 = row_sum_19
+        acc_46 = acc_20
+        row_max_47 = row_max_21
+        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
+        if n_offset_48 > 0:
+            offset_48 = whole_end_22
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_54 = gl.reduce(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_55 = (red_54 * qk_scale)
+            v_56 = gl.maximum(row_max_47, v_55, propagate_nan=tl.PropagateNan.ALL)
+            v_57 = (dot_53 * qk_scale)
+            v_59 = (v_57 - (v_56[:, None]))
+            v_60 = gl.exp2(v_59)
+            v_61 = (row_max_47 - v_56)
+            v_62 = gl.exp2(v_61)
+            v_63 = (row_sum_45 * v_62)
+            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+            v_65 = (v_63 + red_64)
+            v_67 = v_60.to(gl.bfloat16)
+            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_45 = v_65
+            row_max_47 = v_56
+            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+            pend_acc0 = v_69
+            for jj in range(1, n_offset_48):
+                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_54 = gl.reduce(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_55 = (red_54 * qk_scale)
+                v_56 = gl.maximum(row_max_47, v_55, propagate_nan=tl.PropagateNan.ALL)
+                v_57 = (dot_53 * qk_scale)
+                v_59 = (v_57 - (v_56[:, None]))
+                v_60 = gl.exp2(v_59)
+                v_61 = (row_max_47 - v_56)
+                v_62 = gl.exp2(v_61)
+                v_63 = (row_sum_45 * v_62)
+                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+                v_65 = (v_63 + red_64)
+                v_67 = v_60.to(gl.bfloat16)
+                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_45 = v_65
+                row_max_47 = v_56
+                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+                pend_acc0 = v_69
+            prev = (c + n_offset_48 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_48 + 1
+        c += n_offset_48
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
+        v_73 = v_72.to(gl.bfloat16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_74 = gl.log2(row_sum_45)
+        v_75 = (row_max_47 + v_74)
+        v_76 = (v_75 * 0.6931471805599453)
+        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_219b81dc72(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_219b81dc72_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f6cb62e85_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_19 = gl.minimum(offset_5, kv_len)
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_49 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_78 in range(v_19, whole_end_77, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_107 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_107, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_107, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f6cb62e85_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_19 = gl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_24 > 0:
+        offset_24 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+        v_30 = (red_29 * qk_scale)
+        v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+        v_32 = (dot_28 * qk_scale)
+        v_34 = (v_32 - (v_31[:, None]))
+        v_35 = gl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = gl.sum(v_35, 1)
+        v_40 = (v_38 + red_39)
+        v_42 = v_35.to(gl.float16)
+        v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_20 = v_40
+        row_max_22 = v_31
+        pend_a0 = gl.convert_layout(v_42, p_layout)
+        pend_acc0 = v_44
+        for jj in range(1, n_offset_24):
+            offset_24 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+            v_30 = (red_29 * qk_scale)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+            v_32 = (dot_28 * qk_scale)
+            v_34 = (v_32 - (v_31[:, None]))
+            v_35 = gl.exp2(v_34)
+            v_36 = (row_max_22 - v_31)
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_sum_20 * v_37)
+            red_39 = gl.sum(v_35, 1)
+            v_40 = (v_38 + red_39)
+            v_42 = v_35.to(gl.float16)
+            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_20 = v_40
+            row_max_22 = v_31
+            pend_a0 = gl.convert_layout(v_42, p_layout)
+            pend_acc0 = v_44
+        prev = (c + n_offset_24 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_24 + 1
+    c += n_offset_24
+    row_sum_46 = row_sum_20
+    acc_47 = acc_21
+    row_max_48 = row_max_22
+    n_offset_49 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
+    if n_offset_49 > 0:
+        offset_49 = whole_end_23
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_56 = (red_55 * qk_scale)
+        v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+        v_58 = (dot_54 * qk_scale)
+        v_60 = (v_58 - (v_57[:, None]))
+        v_61 = gl.exp2(v_60)
+        v_62 = (row_max_48 - v_57)
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_sum_46 * v_63)
+        red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+        v_66 = (v_64 + red_65)
+        v_68 = v_61.to(gl.float16)
+        v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_46 = v_66
+        row_max_48 = v_57
+        pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+        pend_acc0 = v_70
+        for jj in range(1, n_offset_49):
+            offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_56 = (red_55 * qk_scale)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+            v_58 = (dot_54 * qk_scale)
+            v_60 = (v_58 - (v_57[:, None]))
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_max_48 - v_57)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_46 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            v_68 = v_61.to(gl.float16)
+            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_46 = v_66
+            row_max_48 = v_57
+            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+            pend_acc0 = v_70
+        prev = (c + n_offset_49 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_49 + 1
+    c += n_offset_49
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    row_sum_74 = row_sum_46
+    acc_75 = acc_47
+    row_max_76 = row_max_48
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_19), 0), _BLOCK_SIZE_1)
+    if n_offset_78 > 0:
+        offset_78 = v_19
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+        red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
+        v_88 = (red_87 * qk_scale)
+        v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
+        v_90 = (v_86 * qk_scale)
+        v_92 = (v_90 - (v_89[:, None]))
+        v_93 = gl.exp2(v_92)
+        v_94 = (row_max_76 - v_89)
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_sum_74 * v_95)
+        red_97 = gl.sum(v_93, 1)
+        v_98 = (v_96 + red_97)
+        v_100 = v_93.to(gl.float16)
+        v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_74 = v_98
+        row_max_76 = v_89
+        pend_a0 = gl.convert_layout(v_100, p_layout)
+        pend_acc0 = v_102
+        for jj in range(1, n_offset_78):
+            offset_78 = v_19 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+            red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
+            v_88 = (red_87 * qk_scale)
+            v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
+            v_90 = (v_86 * qk_scale)
+            v_92 = (v_90 - (v_89[:, None]))
+            v_93 = gl.exp2(v_92)
+            v_94 = (row_max_76 - v_89)
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_sum_74 * v_95)
+            red_97 = gl.sum(v_93, 1)
+            v_98 = (v_96 + red_97)
+            v_100 = v_93.to(gl.float16)
+            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_74 = v_98
+            row_max_76 = v_89
+            pend_a0 = gl.convert_layout(v_100, p_layout)
+            pend_acc0 = v_102
+        prev = (c + n_offset_78 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_78 + 1
+    c += n_offset_78
+    row_sum_104 = row_sum_74
+    acc_105 = acc_75
+    row_max_106 = row_max_76
+    n_offset_107 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
+    if n_offset_107 > 0:
+        offset_107 = whole_end_77
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+        red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_118 = (red_117 * qk_scale)
+        v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
+        v_120 = (v_116 * qk_scale)
+        v_122 = (v_120 - (v_119[:, None]))
+        v_123 = gl.exp2(v_122)
+        v_124 = (row_max_106 - v_119)
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_sum_104 * v_125)
+        red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+        v_128 = (v_126 + red_127)
+        v_130 = v_123.to(gl.float16)
+        v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_104 = v_128
+        row_max_106 = v_119
+        pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+        pend_acc0 = v_132
+        for jj in range(1, n_offset_107):
+            offset_107 = whole_end_77 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+            red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_118 = (red_117 * qk_scale)
+            v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
+            v_120 = (v_116 * qk_scale)
+            v_122 = (v_120 - (v_119[:, None]))
+            v_123 = gl.exp2(v_122)
+            v_124 = (row_max_106 - v_119)
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_sum_104 * v_125)
+            red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+            v_128 = (v_126 + red_127)
+            v_130 = v_123.to(gl.float16)
+            acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_104 = v_128
+            row_max_106 = v_119
+            pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+            pend_acc0 = v_132
+        prev = (c + n_offset_107 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_107 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_107) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_107 + 1
+    c += n_offset_107
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
+    v_136 = v_135.to(gl.float16)
+    tma.store_wait(0)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
+    v_137 = gl.log2(row_sum_104)
+    v_138 = (row_max_106 + v_137)
+    v_139 = (v_138 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_139, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f6cb62e85(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_3f6cb62e85_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_3f6cb62e85_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_3f6cb62e85.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f9e102ec1_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_28 = gl.minimum(offset_14, kv_len)
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
+        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_58 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_58, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_58, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        for offset_87 in range(v_28, whole_end_86, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_87, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_87, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_116 in range(whole_end_86, v_82, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_116, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_116, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f9e102ec1_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        v_28 = gl.minimum(offset_14, kv_len)
+        row_sum_29 = v_26
+        acc_30 = v_27
+        row_max_31 = v_25
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_33 > 0:
+            offset_33 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_38 = gl.reduce(dot_37, 1, _max_f4e3fa2f3b)
+            v_39 = (red_38 * qk_scale)
+            v_40 = gl.maximum(row_max_31, v_39, propagate_nan=tl.PropagateNan.ALL)
+            v_41 = (dot_37 * qk_scale)
+            v_43 = (v_41 - (v_40[:, None]))
+            v_44 = gl.exp2(v_43)
+            v_45 = (row_max_31 - v_40)
+            v_46 = gl.exp2(v_45)
+            v_47 = (row_sum_29 * v_46)
+            red_48 = gl.sum(v_44, 1)
+            v_49 = (v_47 + red_48)
+            v_51 = v_44.to(gl.float16)
+            v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_49
+            row_max_31 = v_40
+            pend_a0 = gl.convert_layout(v_51, p_layout)
+            pend_acc0 = v_53
+            for jj in range(1, n_offset_33):
+                offset_33 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_38 = gl.reduce(dot_37, 1, _max_f4e3fa2f3b)
+                v_39 = (red_38 * qk_scale)
+                v_40 = gl.maximum(row_max_31, v_39, propagate_nan=tl.PropagateNan.ALL)
+                v_41 = (dot_37 * qk_scale)
+                v_43 = (v_41 - (v_40[:, None]))
+                v_44 = gl.exp2(v_43)
+                v_45 = (row_max_31 - v_40)
+                v_46 = gl.exp2(v_45)
+                v_47 = (row_sum_29 * v_46)
+                red_48 = gl.sum(v_44, 1)
+                v_49 = (v_47 + red_48)
+                v_51 = v_44.to(gl.float16)
+                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_49
+                row_max_31 = v_40
+                pend_a0 = gl.convert_layout(v_51, p_layout)
+                pend_acc0 = v_53
+            prev = (c + n_offset_33 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_33 + 1
+        c += n_offset_33
+        row_sum_55 = row_sum_29
+        acc_56 = acc_30
+        row_max_57 = row_max_31
+        n_offset_58 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_58 > 0:
+            offset_58 = whole_end_32
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_63 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_64 = gl.reduce(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_65 = (red_64 * qk_scale)
+            v_66 = gl.maximum(row_max_57, v_65, propagate_nan=tl.PropagateNan.ALL)
+            v_67 = (dot_63 * qk_scale)
+            v_69 = (v_67 - (v_66[:, None]))
+            v_70 = gl.exp2(v_69)
+            v_71 = (row_max_57 - v_66)
+            v_72 = gl.exp2(v_71)
+            v_73 = (row_sum_55 * v_72)
+            red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+            v_75 = (v_73 + red_74)
+            v_77 = v_70.to(gl.float16)
+            v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_55 = v_75
+            row_max_57 = v_66
+            pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+            pend_acc0 = v_79
+            for jj in range(1, n_offset_58):
+                offset_58 = whole_end_32 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_63 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_64 = gl.reduce(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_65 = (red_64 * qk_scale)
+                v_66 = gl.maximum(row_max_57, v_65, propagate_nan=tl.PropagateNan.ALL)
+                v_67 = (dot_63 * qk_scale)
+                v_69 = (v_67 - (v_66[:, None]))
+                v_70 = gl.exp2(v_69)
+                v_71 = (row_max_57 - v_66)
+                v_72 = gl.exp2(v_71)
+                v_73 = (row_sum_55 * v_72)
+                red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+                v_75 = (v_73 + red_74)
+                v_77 = v_70.to(gl.float16)
+                acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_55 = v_75
+                row_max_57 = v_66
+                pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+                pend_acc0 = v_79
+            prev = (c + n_offset_58 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_58 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_58) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_58 + 1
+        c += n_offset_58
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        row_sum_83 = row_sum_55
+        acc_84 = acc_56
+        row_max_85 = row_max_57
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_87 = gl.cdiv(gl.maximum((whole_end_86) - (v_28), 0), _BLOCK_SIZE_1)
+        if n_offset_87 > 0:
+            offset_87 = v_28
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_91 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+            red_96 = gl.reduce(v_95, 1, _max_f4e3fa2f3b)
+            v_97 = (red_96 * qk_scale)
+            v_98 = gl.maximum(row_max_85, v_97, propagate_nan=tl.PropagateNan.ALL)
+            v_99 = (v_95 * qk_scale)
+            v_101 = (v_99 - (v_98[:, None]))
+            v_102 = gl.exp2(v_101)
+            v_103 = (row_max_85 - v_98)
+            v_104 = gl.exp2(v_103)
+            v_105 = (row_sum_83 * v_104)
+            red_106 = gl.sum(v_102, 1)
+            v_107 = (v_105 + red_106)
+            v_109 = v_102.to(gl.float16)
+            v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_83 = v_107
+            row_max_85 = v_98
+            pend_a0 = gl.convert_layout(v_109, p_layout)
+            pend_acc0 = v_111
+            for jj in range(1, n_offset_87):
+                offset_87 = v_28 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_91 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+                red_96 = gl.reduce(v_95, 1, _max_f4e3fa2f3b)
+                v_97 = (red_96 * qk_scale)
+                v_98 = gl.maximum(row_max_85, v_97, propagate_nan=tl.PropagateNan.ALL)
+                v_99 = (v_95 * qk_scale)
+                v_101 = (v_99 - (v_98[:, None]))
+                v_102 = gl.exp2(v_101)
+                v_103 = (row_max_85 - v_98)
+                v_104 = gl.exp2(v_103)
+                v_105 = (row_sum_83 * v_104)
+                red_106 = gl.sum(v_102, 1)
+                v_107 = (v_105 + red_106)
+                v_109 = v_102.to(gl.float16)
+                acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_83 = v_107
+                row_max_85 = v_98
+                pend_a0 = gl.convert_layout(v_109, p_layout)
+                pend_acc0 = v_111
+            prev = (c + n_offset_87 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_87 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_87) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_87 + 1
+        c += n_offset_87
+        row_sum_113 = row_sum_83
+        acc_114 = acc_84
+        row_max_115 = row_max_85
+        n_offset_116 = gl.cdiv(gl.maximum((v_82) - (whole_end_86), 0), _BLOCK_SIZE_1)
+        if n_offset_116 > 0:
+            offset_116 = whole_end_86
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_121 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+            red_126 = gl.reduce(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_127 = (red_126 * qk_scale)
+            v_128 = gl.maximum(row_max_115, v_127, propagate_nan=tl.PropagateNan.ALL)
+            v_129 = (v_125 * qk_scale)
+            v_131 = (v_129 - (v_128[:, None]))
+            v_132 = gl.exp2(v_131)
+            v_133 = (row_max_115 - v_128)
+            v_134 = gl.exp2(v_133)
+            v_135 = (row_sum_113 * v_134)
+            red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+            v_137 = (v_135 + red_136)
+            v_139 = v_132.to(gl.float16)
+            v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_113 = v_137
+            row_max_115 = v_128
+            pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+            pend_acc0 = v_141
+            for jj in range(1, n_offset_116):
+                offset_116 = whole_end_86 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_121 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+                red_126 = gl.reduce(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_127 = (red_126 * qk_scale)
+                v_128 = gl.maximum(row_max_115, v_127, propagate_nan=tl.PropagateNan.ALL)
+                v_129 = (v_125 * qk_scale)
+                v_131 = (v_129 - (v_128[:, None]))
+                v_132 = gl.exp2(v_131)
+                v_133 = (row_max_115 - v_128)
+                v_134 = gl.exp2(v_133)
+                v_135 = (row_sum_113 * v_134)
+                red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+                v_137 = (v_135 + red_136)
+                v_139 = v_132.to(gl.float16)
+                acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_113 = v_137
+                row_max_115 = v_128
+                pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+                pend_acc0 = v_141
+            prev = (c + n_offset_116 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_116 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_116) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_116 + 1
+        c += n_offset_116
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_144 = (acc_114 / (gl.convert_layout(row_sum_113, gl.SliceLayout(1, o_layout))[:, None]))
+        v_145 = v_144.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_145)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_146 = gl.log2(row_sum_113)
+        v_147 = (row_max_115 + v_146)
+        v_148 = (v_147 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_148, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_3f9e102ec1(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_3f9e102ec1_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3f9e102ec1_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3f9e102ec1_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_4bdd3f11f0_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -12293,7 +13958,7 @@ def _attention_fwd_gluon_10a44dad46_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_4bdd3f11f0_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -12354,9 +14019,9 @@ def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_44:
                 v_49 = gl.where((((((offset_38 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_45, float('-inf'))
                 scores_45 = v_49
-            red_50 = gl.max(scores_45, 1)
+            red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
             v_51 = (red_50 * qk_scale)
-            v_52 = gl.maximum(row_max_36, v_51)
+            v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
             v_53 = (scores_45 * qk_scale)
             v_55 = (v_53 - (v_52[:, None]))
             v_56 = gl.exp2(v_55)
@@ -12391,9 +14056,9 @@ def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_44:
                     v_49 = gl.where((((((offset_38 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_45, float('-inf'))
                     scores_45 = v_49
-                red_50 = gl.max(scores_45, 1)
+                red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
                 v_51 = (red_50 * qk_scale)
-                v_52 = gl.maximum(row_max_36, v_51)
+                v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
                 v_53 = (scores_45 * qk_scale)
                 v_55 = (v_53 - (v_52[:, None]))
                 v_56 = gl.exp2(v_55)
@@ -12442,9 +14107,9 @@ def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_77:
                 v_82 = gl.where((((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_78, float('-inf'))
                 scores_78 = v_82
-            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
             v_84 = (red_83 * qk_scale)
-            v_85 = gl.maximum(row_max_69, v_84)
+            v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
             v_86 = (scores_78 * qk_scale)
             v_88 = (v_86 - (v_85[:, None]))
             v_89 = gl.exp2(v_88)
@@ -12479,9 +14144,9 @@ def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_77:
                     v_82 = gl.where((((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_78, float('-inf'))
                     scores_78 = v_82
-                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_84 = (red_83 * qk_scale)
-                v_85 = gl.maximum(row_max_69, v_84)
+                v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
                 v_86 = (scores_78 * qk_scale)
                 v_88 = (v_86 - (v_85[:, None]))
                 v_89 = gl.exp2(v_88)
@@ -12528,7 +14193,7 @@ def _attention_fwd_gluon_10a44dad46_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_10a44dad46(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_4bdd3f11f0(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -12552,618 +14217,15 @@ def _attention_fwd_gluon_10a44dad46(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_10a44dad46_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_10a44dad46_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_10a44dad46_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_4bdd3f11f0_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_4bdd3f11f0_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_4bdd3f11f0_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@gluon.jit
-def _attention_fwd_gluon_11ff65b562_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 32 * num_pid_4
-        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 32
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = end_27 + 128
-        v_29 = v_28 - 1
-        v_30 = v_29 // 128
-        v_31 = v_30 * 128
-        v_32 = gl.minimum(v_31, kv_len)
-        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
 
 
 @gluon.jit
-def _attention_fwd_gluon_11ff65b562_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 32 * num_pid_4
-        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 32
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = end_27 + 128
-        v_29 = v_28 - 1
-        v_30 = v_29 // 128
-        v_31 = v_30 * 128
-        v_32 = gl.minimum(v_31, kv_len)
-        row_sum_33 = v_25
-        acc_34 = v_26
-        row_max_35 = v_24
-        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_37 > 0:
-            offset_37 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
-            v_43 = end_42 > offset_13
-            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_44 = dot_41
-            if v_43:
-                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
-                scores_44 = v_48
-            red_49 = gl.max(scores_44, 1)
-            v_50 = (red_49 * qk_scale)
-            v_51 = gl.maximum(row_max_35, v_50)
-            v_52 = (scores_44 * qk_scale)
-            v_54 = (v_52 - (v_51[:, None]))
-            v_55 = gl.exp2(v_54)
-            v_56 = (row_max_35 - v_51)
-            v_57 = gl.exp2(v_56)
-            v_58 = (row_sum_33 * v_57)
-            red_59 = gl.sum(v_55, 1)
-            v_60 = (v_58 + red_59)
-            v_62 = v_55.to(gl.bfloat16)
-            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_33 = v_60
-            row_max_35 = v_51
-            pend_a0 = gl.convert_layout(v_62, p_layout)
-            pend_acc0 = v_64
-            for jj in range(1, n_offset_37):
-                offset_37 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
-                v_43 = end_42 > offset_13
-                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_44 = dot_41
-                if v_43:
-                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
-                    scores_44 = v_48
-                red_49 = gl.max(scores_44, 1)
-                v_50 = (red_49 * qk_scale)
-                v_51 = gl.maximum(row_max_35, v_50)
-                v_52 = (scores_44 * qk_scale)
-                v_54 = (v_52 - (v_51[:, None]))
-                v_55 = gl.exp2(v_54)
-                v_56 = (row_max_35 - v_51)
-                v_57 = gl.exp2(v_56)
-                v_58 = (row_sum_33 * v_57)
-                red_59 = gl.sum(v_55, 1)
-                v_60 = (v_58 + red_59)
-                v_62 = v_55.to(gl.bfloat16)
-                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_33 = v_60
-                row_max_35 = v_51
-                pend_a0 = gl.convert_layout(v_62, p_layout)
-                pend_acc0 = v_64
-            prev = (c + n_offset_37 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_37 + 1
-        c += n_offset_37
-        row_sum_66 = row_sum_33
-        acc_67 = acc_34
-        row_max_68 = row_max_35
-        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
-        if n_offset_69 > 0:
-            offset_69 = whole_end_36
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
-            v_76 = end_75 > offset_13
-            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_77 = dot_74
-            if v_76:
-                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
-                scores_77 = v_81
-            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
-            v_83 = (red_82 * qk_scale)
-            v_84 = gl.maximum(row_max_68, v_83)
-            v_85 = (scores_77 * qk_scale)
-            v_87 = (v_85 - (v_84[:, None]))
-            v_88 = gl.exp2(v_87)
-            v_89 = (row_max_68 - v_84)
-            v_90 = gl.exp2(v_89)
-            v_91 = (row_sum_66 * v_90)
-            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
-            v_93 = (v_91 + red_92)
-            v_95 = v_88.to(gl.bfloat16)
-            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_66 = v_93
-            row_max_68 = v_84
-            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
-            pend_acc0 = v_97
-            for jj in range(1, n_offset_69):
-                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
-                v_76 = end_75 > offset_13
-                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_77 = dot_74
-                if v_76:
-                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
-                    scores_77 = v_81
-                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
-                v_83 = (red_82 * qk_scale)
-                v_84 = gl.maximum(row_max_68, v_83)
-                v_85 = (scores_77 * qk_scale)
-                v_87 = (v_85 - (v_84[:, None]))
-                v_88 = gl.exp2(v_87)
-                v_89 = (row_max_68 - v_84)
-                v_90 = gl.exp2(v_89)
-                v_91 = (row_sum_66 * v_90)
-                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
-                v_93 = (v_91 + red_92)
-                v_95 = v_88.to(gl.bfloat16)
-                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_66 = v_93
-                row_max_68 = v_84
-                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
-                pend_acc0 = v_97
-            prev = (c + n_offset_69 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_69 + 1
-        c += n_offset_69
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
-        v_101 = v_100.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_102 = gl.log2(row_sum_66)
-        v_103 = (row_max_68 + v_102)
-        v_104 = (v_103 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_11ff65b562(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_11ff65b562_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_11ff65b562_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_11ff65b562_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_122d572369_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
-        offset_9 = 0 + pid_4 * 1
-        offset_12 = 0 + pid_5 * 1
-        v_15 = offset_9 // group
-        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_12, offset_9, offset_6 + g * ROWS, 0], resident_bar.index(rslot), load_16_smem.index(rslot * GROUPS + g))
-        for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_49 in range(whole_end_23, kv_len, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_122d572369_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
-        offset_9 = 0 + pid_4 * 1
-        offset_12 = 0 + pid_5 * 1
-        v_15 = offset_9 // group
-        v_17 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_19 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_20 = v_18
-        acc_21 = v_19
-        row_max_22 = v_17
-        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_24 > 0:
-            offset_24 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
-            v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
-            v_32 = (dot_28 * qk_scale)
-            v_34 = (v_32 - (v_31[:, None]))
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_max_22 - v_31)
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_sum_20 * v_37)
-            red_39 = gl.sum(v_35, 1)
-            v_40 = (v_38 + red_39)
-            v_42 = v_35.to(gl.float16)
-            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_40
-            row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_42, p_layout)
-            pend_acc0 = v_44
-            for jj in range(1, n_offset_24):
-                offset_24 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_29 = gl.max(dot_28, 1)
-                v_30 = (red_29 * qk_scale)
-                v_31 = gl.maximum(row_max_22, v_30)
-                v_32 = (dot_28 * qk_scale)
-                v_34 = (v_32 - (v_31[:, None]))
-                v_35 = gl.exp2(v_34)
-                v_36 = (row_max_22 - v_31)
-                v_37 = gl.exp2(v_36)
-                v_38 = (row_sum_20 * v_37)
-                red_39 = gl.sum(v_35, 1)
-                v_40 = (v_38 + red_39)
-                v_42 = v_35.to(gl.float16)
-                acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_20 = v_40
-                row_max_22 = v_31
-                pend_a0 = gl.convert_layout(v_42, p_layout)
-                pend_acc0 = v_44
-            prev = (c + n_offset_24 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_24 + 1
-        c += n_offset_24
-        row_sum_46 = row_sum_20
-        acc_47 = acc_21
-        row_max_48 = row_max_22
-        n_offset_49 = gl.cdiv(gl.maximum((kv_len) - (whole_end_23), 0), _BLOCK_SIZE_1)
-        if n_offset_49 > 0:
-            offset_49 = whole_end_23
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
-            v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
-            v_58 = (dot_54 * qk_scale)
-            v_60 = (v_58 - (v_57[:, None]))
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_max_48 - v_57)
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_sum_46 * v_63)
-            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
-            v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.float16)
-            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_46 = v_66
-            row_max_48 = v_57
-            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
-            pend_acc0 = v_70
-            for jj in range(1, n_offset_49):
-                offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
-                v_56 = (red_55 * qk_scale)
-                v_57 = gl.maximum(row_max_48, v_56)
-                v_58 = (dot_54 * qk_scale)
-                v_60 = (v_58 - (v_57[:, None]))
-                v_61 = gl.exp2(v_60)
-                v_62 = (row_max_48 - v_57)
-                v_63 = gl.exp2(v_62)
-                v_64 = (row_sum_46 * v_63)
-                red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
-                v_66 = (v_64 + red_65)
-                v_68 = v_61.to(gl.float16)
-                acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_46 = v_66
-                row_max_48 = v_57
-                pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
-                pend_acc0 = v_70
-            prev = (c + n_offset_49 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_49 + 1
-        c += n_offset_49
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_73 = (acc_47 / (gl.convert_layout(row_sum_46, gl.SliceLayout(1, o_layout))[:, None]))
-        v_74 = v_73.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_74)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_12, offset_9, offset_6 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_75 = gl.log2(row_sum_46)
-        v_76 = (row_max_48 + v_75)
-        v_77 = (v_76 * 0.6931471805599453)
-        gl.store((lse + (((offset_12 * lse_stride_0) + (offset_9 * lse_stride_1)) + (((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_77, mask=((((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_122d572369(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_122d572369_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_122d572369_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_122d572369_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_122d572369_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_19ce221e39_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_504ad96ad1_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -13212,7 +14274,7 @@ def _attention_fwd_gluon_19ce221e39_loader(q_len, q_heads, batch, group, q, q_st
 
 
 @gluon.jit
-def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_504ad96ad1_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -13264,9 +14326,9 @@ def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, b
         if v_37:
             v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
             scores_38 = v_42
-        red_43 = gl.max(scores_38, 1)
+        red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
         v_44 = (red_43 * qk_scale)
-        v_45 = gl.maximum(row_max_29, v_44)
+        v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
         v_46 = (scores_38 * qk_scale)
         v_48 = (v_46 - (v_45[:, None]))
         v_49 = gl.exp2(v_48)
@@ -13301,9 +14363,9 @@ def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_37:
                 v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
                 scores_38 = v_42
-            red_43 = gl.max(scores_38, 1)
+            red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
             v_44 = (red_43 * qk_scale)
-            v_45 = gl.maximum(row_max_29, v_44)
+            v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
             v_46 = (scores_38 * qk_scale)
             v_48 = (v_46 - (v_45[:, None]))
             v_49 = gl.exp2(v_48)
@@ -13352,9 +14414,9 @@ def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, b
         if v_70:
             v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
             scores_71 = v_75
-        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
         v_77 = (red_76 * qk_scale)
-        v_78 = gl.maximum(row_max_62, v_77)
+        v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
         v_79 = (scores_71 * qk_scale)
         v_81 = (v_79 - (v_78[:, None]))
         v_82 = gl.exp2(v_81)
@@ -13389,9 +14451,9 @@ def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_70:
                 v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
                 scores_71 = v_75
-            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
             v_77 = (red_76 * qk_scale)
-            v_78 = gl.maximum(row_max_62, v_77)
+            v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
             v_79 = (scores_71 * qk_scale)
             v_81 = (v_79 - (v_78[:, None]))
             v_82 = gl.exp2(v_81)
@@ -13434,7 +14496,7 @@ def _attention_fwd_gluon_19ce221e39_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_19ce221e39(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_504ad96ad1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -13456,608 +14518,15 @@ def _attention_fwd_gluon_19ce221e39(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_19ce221e39_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_19ce221e39_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_19ce221e39_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_19ce221e39_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_504ad96ad1_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
 
-@gluon.jit
-def _attention_fwd_gluon_315441ee65_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
-    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_4 * 1
-    offset_13 = 0 + pid_6 * 1
-    v_16 = offset_10 // group
-    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_22 = end_21 + 64
-    v_23 = v_22 - 1
-    v_24 = v_23 // 64
-    v_25 = v_24 * 64
-    v_26 = gl.minimum(v_25, kv_len)
-    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
-    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
 
 
 @gluon.jit
-def _attention_fwd_gluon_315441ee65_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
-    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_4 * 1
-    offset_13 = 0 + pid_6 * 1
-    v_16 = offset_10 // group
-    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_22 = end_21 + 64
-    v_23 = v_22 - 1
-    v_24 = v_23 // 64
-    v_25 = v_24 * 64
-    v_26 = gl.minimum(v_25, kv_len)
-    row_sum_27 = v_19
-    acc_28 = v_20
-    row_max_29 = v_18
-    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_31 > 0:
-        offset_31 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
-        v_37 = end_36 > offset_7
-        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_38 = dot_35
-        if v_37:
-            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
-            scores_38 = v_42
-        red_43 = gl.max(scores_38, 1)
-        v_44 = (red_43 * qk_scale)
-        v_45 = gl.maximum(row_max_29, v_44)
-        v_46 = (scores_38 * qk_scale)
-        v_48 = (v_46 - (v_45[:, None]))
-        v_49 = gl.exp2(v_48)
-        v_50 = (row_max_29 - v_45)
-        v_51 = gl.exp2(v_50)
-        v_52 = (row_sum_27 * v_51)
-        red_53 = gl.sum(v_49, 1)
-        v_54 = (v_52 + red_53)
-        v_56 = v_49.to(gl.float16)
-        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_27 = v_54
-        row_max_29 = v_45
-        pend_a0 = gl.convert_layout(v_56, p_layout)
-        pend_acc0 = v_58
-        for jj in range(1, n_offset_31):
-            offset_31 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
-            v_37 = end_36 > offset_7
-            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_38 = dot_35
-            if v_37:
-                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
-                scores_38 = v_42
-            red_43 = gl.max(scores_38, 1)
-            v_44 = (red_43 * qk_scale)
-            v_45 = gl.maximum(row_max_29, v_44)
-            v_46 = (scores_38 * qk_scale)
-            v_48 = (v_46 - (v_45[:, None]))
-            v_49 = gl.exp2(v_48)
-            v_50 = (row_max_29 - v_45)
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_sum_27 * v_51)
-            red_53 = gl.sum(v_49, 1)
-            v_54 = (v_52 + red_53)
-            v_56 = v_49.to(gl.float16)
-            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_27 = v_54
-            row_max_29 = v_45
-            pend_a0 = gl.convert_layout(v_56, p_layout)
-            pend_acc0 = v_58
-        prev = (c + n_offset_31 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_31 + 1
-    c += n_offset_31
-    row_sum_60 = row_sum_27
-    acc_61 = acc_28
-    row_max_62 = row_max_29
-    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
-    if n_offset_63 > 0:
-        offset_63 = whole_end_30
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
-        v_70 = end_69 > offset_7
-        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_71 = dot_68
-        if v_70:
-            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
-            scores_71 = v_75
-        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
-        v_77 = (red_76 * qk_scale)
-        v_78 = gl.maximum(row_max_62, v_77)
-        v_79 = (scores_71 * qk_scale)
-        v_81 = (v_79 - (v_78[:, None]))
-        v_82 = gl.exp2(v_81)
-        v_83 = (row_max_62 - v_78)
-        v_84 = gl.exp2(v_83)
-        v_85 = (row_sum_60 * v_84)
-        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
-        v_87 = (v_85 + red_86)
-        v_89 = v_82.to(gl.float16)
-        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_60 = v_87
-        row_max_62 = v_78
-        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
-        pend_acc0 = v_91
-        for jj in range(1, n_offset_63):
-            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
-            v_70 = end_69 > offset_7
-            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_71 = dot_68
-            if v_70:
-                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
-                scores_71 = v_75
-            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
-            v_77 = (red_76 * qk_scale)
-            v_78 = gl.maximum(row_max_62, v_77)
-            v_79 = (scores_71 * qk_scale)
-            v_81 = (v_79 - (v_78[:, None]))
-            v_82 = gl.exp2(v_81)
-            v_83 = (row_max_62 - v_78)
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_sum_60 * v_84)
-            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
-            v_87 = (v_85 + red_86)
-            v_89 = v_82.to(gl.float16)
-            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_60 = v_87
-            row_max_62 = v_78
-            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
-            pend_acc0 = v_91
-        prev = (c + n_offset_63 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_63 + 1
-    c += n_offset_63
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
-    v_95 = v_94.to(gl.float16)
-    tma.store_wait(0)
-    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
-    v_96 = gl.log2(row_sum_60)
-    v_97 = (row_max_62 + v_96)
-    v_98 = (v_97 * 0.6931471805599453)
-    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_315441ee65(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_315441ee65_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_315441ee65_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_315441ee65.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_339f69b460_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
-    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_4 * 1
-    offset_13 = 0 + pid_6 * 1
-    v_16 = offset_10 // group
-    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_22 = end_21 + 64
-    v_23 = v_22 - 1
-    v_24 = v_23 // 64
-    v_25 = v_24 * 64
-    v_26 = gl.minimum(v_25, kv_len)
-    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
-    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_339f69b460_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    pid_3 = total_2 - 1 - pid_1
-    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
-    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
-    offset_10 = 0 + pid_4 * 1
-    offset_13 = 0 + pid_6 * 1
-    v_16 = offset_10 // group
-    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_22 = end_21 + 64
-    v_23 = v_22 - 1
-    v_24 = v_23 // 64
-    v_25 = v_24 * 64
-    v_26 = gl.minimum(v_25, kv_len)
-    row_sum_27 = v_19
-    acc_28 = v_20
-    row_max_29 = v_18
-    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_31 > 0:
-        offset_31 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
-        v_37 = end_36 > offset_7
-        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_38 = dot_35
-        if v_37:
-            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
-            scores_38 = v_42
-        red_43 = gl.max(scores_38, 1)
-        v_44 = (red_43 * qk_scale)
-        v_45 = gl.maximum(row_max_29, v_44)
-        v_46 = (scores_38 * qk_scale)
-        v_48 = (v_46 - (v_45[:, None]))
-        v_49 = gl.exp2(v_48)
-        v_50 = (row_max_29 - v_45)
-        v_51 = gl.exp2(v_50)
-        v_52 = (row_sum_27 * v_51)
-        red_53 = gl.sum(v_49, 1)
-        v_54 = (v_52 + red_53)
-        v_56 = v_49.to(gl.bfloat16)
-        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_27 = v_54
-        row_max_29 = v_45
-        pend_a0 = gl.convert_layout(v_56, p_layout)
-        pend_acc0 = v_58
-        for jj in range(1, n_offset_31):
-            offset_31 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
-            v_37 = end_36 > offset_7
-            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_38 = dot_35
-            if v_37:
-                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
-                scores_38 = v_42
-            red_43 = gl.max(scores_38, 1)
-            v_44 = (red_43 * qk_scale)
-            v_45 = gl.maximum(row_max_29, v_44)
-            v_46 = (scores_38 * qk_scale)
-            v_48 = (v_46 - (v_45[:, None]))
-            v_49 = gl.exp2(v_48)
-            v_50 = (row_max_29 - v_45)
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_sum_27 * v_51)
-            red_53 = gl.sum(v_49, 1)
-            v_54 = (v_52 + red_53)
-            v_56 = v_49.to(gl.bfloat16)
-            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_27 = v_54
-            row_max_29 = v_45
-            pend_a0 = gl.convert_layout(v_56, p_layout)
-            pend_acc0 = v_58
-        prev = (c + n_offset_31 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_31 + 1
-    c += n_offset_31
-    row_sum_60 = row_sum_27
-    acc_61 = acc_28
-    row_max_62 = row_max_29
-    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
-    if n_offset_63 > 0:
-        offset_63 = whole_end_30
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
-        v_70 = end_69 > offset_7
-        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_71 = dot_68
-        if v_70:
-            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
-            scores_71 = v_75
-        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
-        v_77 = (red_76 * qk_scale)
-        v_78 = gl.maximum(row_max_62, v_77)
-        v_79 = (scores_71 * qk_scale)
-        v_81 = (v_79 - (v_78[:, None]))
-        v_82 = gl.exp2(v_81)
-        v_83 = (row_max_62 - v_78)
-        v_84 = gl.exp2(v_83)
-        v_85 = (row_sum_60 * v_84)
-        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
-        v_87 = (v_85 + red_86)
-        v_89 = v_82.to(gl.bfloat16)
-        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_60 = v_87
-        row_max_62 = v_78
-        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
-        pend_acc0 = v_91
-        for jj in range(1, n_offset_63):
-            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
-            v_70 = end_69 > offset_7
-            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_71 = dot_68
-            if v_70:
-                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
-                scores_71 = v_75
-            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
-            v_77 = (red_76 * qk_scale)
-            v_78 = gl.maximum(row_max_62, v_77)
-            v_79 = (scores_71 * qk_scale)
-            v_81 = (v_79 - (v_78[:, None]))
-            v_82 = gl.exp2(v_81)
-            v_83 = (row_max_62 - v_78)
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_sum_60 * v_84)
-            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
-            v_87 = (v_85 + red_86)
-            v_89 = v_82.to(gl.bfloat16)
-            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_60 = v_87
-            row_max_62 = v_78
-            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
-            pend_acc0 = v_91
-        prev = (c + n_offset_63 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_63 + 1
-    c += n_offset_63
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
-    v_95 = v_94.to(gl.bfloat16)
-    tma.store_wait(0)
-    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
-    v_96 = gl.log2(row_sum_60)
-    v_97 = (row_max_62 + v_96)
-    v_98 = (v_97 * 0.6931471805599453)
-    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_339f69b460(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_339f69b460_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_339f69b460_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_339f69b460.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_3b04ea536d_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_62db1b3529_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -14126,7 +14595,7 @@ def _attention_fwd_gluon_3b04ea536d_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_62db1b3529_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -14187,9 +14656,9 @@ def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_44:
                 v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                 scores_45 = v_49
-            red_50 = gl.max(scores_45, 1)
+            red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
             v_51 = (red_50 * qk_scale)
-            v_52 = gl.maximum(row_max_36, v_51)
+            v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
             v_53 = (scores_45 * qk_scale)
             v_55 = (v_53 - (v_52[:, None]))
             v_56 = gl.exp2(v_55)
@@ -14224,9 +14693,9 @@ def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_44:
                     v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                     scores_45 = v_49
-                red_50 = gl.max(scores_45, 1)
+                red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
                 v_51 = (red_50 * qk_scale)
-                v_52 = gl.maximum(row_max_36, v_51)
+                v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
                 v_53 = (scores_45 * qk_scale)
                 v_55 = (v_53 - (v_52[:, None]))
                 v_56 = gl.exp2(v_55)
@@ -14275,9 +14744,9 @@ def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_77:
                 v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                 scores_78 = v_82
-            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
             v_84 = (red_83 * qk_scale)
-            v_85 = gl.maximum(row_max_69, v_84)
+            v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
             v_86 = (scores_78 * qk_scale)
             v_88 = (v_86 - (v_85[:, None]))
             v_89 = gl.exp2(v_88)
@@ -14312,9 +14781,9 @@ def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_77:
                     v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                     scores_78 = v_82
-                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_84 = (red_83 * qk_scale)
-                v_85 = gl.maximum(row_max_69, v_84)
+                v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
                 v_86 = (scores_78 * qk_scale)
                 v_88 = (v_86 - (v_85[:, None]))
                 v_89 = gl.exp2(v_88)
@@ -14361,7 +14830,7 @@ def _attention_fwd_gluon_3b04ea536d_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_3b04ea536d(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_62db1b3529(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -14385,10 +14854,15 @@ def _attention_fwd_gluon_3b04ea536d(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_3b04ea536d_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3b04ea536d_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3b04ea536d_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_62db1b3529_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_62db1b3529_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_62db1b3529_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_5c81cda752_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_6c3a55e043_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -14475,7 +14949,7 @@ def _attention_fwd_gluon_5c81cda752_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_6c3a55e043_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -14525,9 +14999,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_38 = gl.max(dot_37, 1)
+            red_38 = gl.reduce(dot_37, 1, _max_f4e3fa2f3b)
             v_39 = (red_38 * qk_scale)
-            v_40 = gl.maximum(row_max_31, v_39)
+            v_40 = gl.maximum(row_max_31, v_39, propagate_nan=tl.PropagateNan.ALL)
             v_41 = (dot_37 * qk_scale)
             v_43 = (v_41 - (v_40[:, None]))
             v_44 = gl.exp2(v_43)
@@ -14556,9 +15030,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_38 = gl.max(dot_37, 1)
+                red_38 = gl.reduce(dot_37, 1, _max_f4e3fa2f3b)
                 v_39 = (red_38 * qk_scale)
-                v_40 = gl.maximum(row_max_31, v_39)
+                v_40 = gl.maximum(row_max_31, v_39, propagate_nan=tl.PropagateNan.ALL)
                 v_41 = (dot_37 * qk_scale)
                 v_43 = (v_41 - (v_40[:, None]))
                 v_44 = gl.exp2(v_43)
@@ -14601,9 +15075,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_63 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+            red_64 = gl.reduce(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1, _max_f4e3fa2f3b)
             v_65 = (red_64 * qk_scale)
-            v_66 = gl.maximum(row_max_57, v_65)
+            v_66 = gl.maximum(row_max_57, v_65, propagate_nan=tl.PropagateNan.ALL)
             v_67 = (dot_63 * qk_scale)
             v_69 = (v_67 - (v_66[:, None]))
             v_70 = gl.exp2(v_69)
@@ -14632,9 +15106,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_63 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+                red_64 = gl.reduce(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_65 = (red_64 * qk_scale)
-                v_66 = gl.maximum(row_max_57, v_65)
+                v_66 = gl.maximum(row_max_57, v_65, propagate_nan=tl.PropagateNan.ALL)
                 v_67 = (dot_63 * qk_scale)
                 v_69 = (v_67 - (v_66[:, None]))
                 v_70 = gl.exp2(v_69)
@@ -14681,9 +15155,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_91 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
-            red_96 = gl.max(v_95, 1)
+            red_96 = gl.reduce(v_95, 1, _max_f4e3fa2f3b)
             v_97 = (red_96 * qk_scale)
-            v_98 = gl.maximum(row_max_85, v_97)
+            v_98 = gl.maximum(row_max_85, v_97, propagate_nan=tl.PropagateNan.ALL)
             v_99 = (v_95 * qk_scale)
             v_101 = (v_99 - (v_98[:, None]))
             v_102 = gl.exp2(v_101)
@@ -14713,9 +15187,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                 dot_91 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
                 v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
-                red_96 = gl.max(v_95, 1)
+                red_96 = gl.reduce(v_95, 1, _max_f4e3fa2f3b)
                 v_97 = (red_96 * qk_scale)
-                v_98 = gl.maximum(row_max_85, v_97)
+                v_98 = gl.maximum(row_max_85, v_97, propagate_nan=tl.PropagateNan.ALL)
                 v_99 = (v_95 * qk_scale)
                 v_101 = (v_99 - (v_98[:, None]))
                 v_102 = gl.exp2(v_101)
@@ -14759,9 +15233,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_121 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
-            red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+            red_126 = gl.reduce(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1, _max_f4e3fa2f3b)
             v_127 = (red_126 * qk_scale)
-            v_128 = gl.maximum(row_max_115, v_127)
+            v_128 = gl.maximum(row_max_115, v_127, propagate_nan=tl.PropagateNan.ALL)
             v_129 = (v_125 * qk_scale)
             v_131 = (v_129 - (v_128[:, None]))
             v_132 = gl.exp2(v_131)
@@ -14791,9 +15265,9 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
                 dot_121 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
                 v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
-                red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+                red_126 = gl.reduce(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_127 = (red_126 * qk_scale)
-                v_128 = gl.maximum(row_max_115, v_127)
+                v_128 = gl.maximum(row_max_115, v_127, propagate_nan=tl.PropagateNan.ALL)
                 v_129 = (v_125 * qk_scale)
                 v_131 = (v_129 - (v_128[:, None]))
                 v_132 = gl.exp2(v_131)
@@ -14840,7 +15314,7 @@ def _attention_fwd_gluon_5c81cda752_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_5c81cda752(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_6c3a55e043(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -14864,10 +15338,15 @@ def _attention_fwd_gluon_5c81cda752(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_5c81cda752_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_5c81cda752_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_5c81cda752_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_6c3a55e043_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6c3a55e043_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6c3a55e043_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_6155d65c61_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_705f12cb06_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -14932,7 +15411,7 @@ def _attention_fwd_gluon_6155d65c61_loader(q_len, q_heads, batch, group, q, q_st
 
 
 @gluon.jit
-def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_705f12cb06_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -14971,9 +15450,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_29 = gl.max(dot_28, 1)
+        red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
         v_30 = (red_29 * qk_scale)
-        v_31 = gl.maximum(row_max_22, v_30)
+        v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
         v_32 = (dot_28 * qk_scale)
         v_34 = (v_32 - (v_31[:, None]))
         v_35 = gl.exp2(v_34)
@@ -14982,7 +15461,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_38 = (row_sum_20 * v_37)
         red_39 = gl.sum(v_35, 1)
         v_40 = (v_38 + red_39)
-        v_42 = v_35.to(gl.float16)
+        v_42 = v_35.to(gl.bfloat16)
         v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
         row_sum_20 = v_40
         row_max_22 = v_31
@@ -15002,9 +15481,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
             v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
             v_32 = (dot_28 * qk_scale)
             v_34 = (v_32 - (v_31[:, None]))
             v_35 = gl.exp2(v_34)
@@ -15013,7 +15492,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             v_38 = (row_sum_20 * v_37)
             red_39 = gl.sum(v_35, 1)
             v_40 = (v_38 + red_39)
-            v_42 = v_35.to(gl.float16)
+            v_42 = v_35.to(gl.bfloat16)
             acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
             v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
@@ -15047,9 +15526,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+        red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
         v_56 = (red_55 * qk_scale)
-        v_57 = gl.maximum(row_max_48, v_56)
+        v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
         v_58 = (dot_54 * qk_scale)
         v_60 = (v_58 - (v_57[:, None]))
         v_61 = gl.exp2(v_60)
@@ -15058,7 +15537,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_64 = (row_sum_46 * v_63)
         red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
         v_66 = (v_64 + red_65)
-        v_68 = v_61.to(gl.float16)
+        v_68 = v_61.to(gl.bfloat16)
         v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
         row_sum_46 = v_66
         row_max_48 = v_57
@@ -15078,9 +15557,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
             v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
             v_58 = (dot_54 * qk_scale)
             v_60 = (v_58 - (v_57[:, None]))
             v_61 = gl.exp2(v_60)
@@ -15089,7 +15568,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             v_64 = (row_sum_46 * v_63)
             red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
             v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.float16)
+            v_68 = v_61.to(gl.bfloat16)
             acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
             v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
@@ -15127,9 +15606,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
         v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-        red_87 = gl.max(v_86, 1)
+        red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
         v_88 = (red_87 * qk_scale)
-        v_89 = gl.maximum(row_max_76, v_88)
+        v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
         v_90 = (v_86 * qk_scale)
         v_92 = (v_90 - (v_89[:, None]))
         v_93 = gl.exp2(v_92)
@@ -15138,7 +15617,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_96 = (row_sum_74 * v_95)
         red_97 = gl.sum(v_93, 1)
         v_98 = (v_96 + red_97)
-        v_100 = v_93.to(gl.float16)
+        v_100 = v_93.to(gl.bfloat16)
         v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
         row_sum_74 = v_98
         row_max_76 = v_89
@@ -15159,9 +15638,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-            red_87 = gl.max(v_86, 1)
+            red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
             v_88 = (red_87 * qk_scale)
-            v_89 = gl.maximum(row_max_76, v_88)
+            v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
             v_90 = (v_86 * qk_scale)
             v_92 = (v_90 - (v_89[:, None]))
             v_93 = gl.exp2(v_92)
@@ -15170,7 +15649,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             v_96 = (row_sum_74 * v_95)
             red_97 = gl.sum(v_93, 1)
             v_98 = (v_96 + red_97)
-            v_100 = v_93.to(gl.float16)
+            v_100 = v_93.to(gl.bfloat16)
             acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
             v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
@@ -15205,9 +15684,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
         v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-        red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+        red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
         v_118 = (red_117 * qk_scale)
-        v_119 = gl.maximum(row_max_106, v_118)
+        v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
         v_120 = (v_116 * qk_scale)
         v_122 = (v_120 - (v_119[:, None]))
         v_123 = gl.exp2(v_122)
@@ -15216,7 +15695,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_126 = (row_sum_104 * v_125)
         red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
         v_128 = (v_126 + red_127)
-        v_130 = v_123.to(gl.float16)
+        v_130 = v_123.to(gl.bfloat16)
         v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
         row_sum_104 = v_128
         row_max_106 = v_119
@@ -15237,9 +15716,9 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-            red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+            red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
             v_118 = (red_117 * qk_scale)
-            v_119 = gl.maximum(row_max_106, v_118)
+            v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
             v_120 = (v_116 * qk_scale)
             v_122 = (v_120 - (v_119[:, None]))
             v_123 = gl.exp2(v_122)
@@ -15248,7 +15727,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
             v_126 = (row_sum_104 * v_125)
             red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
             v_128 = (v_126 + red_127)
-            v_130 = v_123.to(gl.float16)
+            v_130 = v_123.to(gl.bfloat16)
             acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
             v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
@@ -15269,7 +15748,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
     c += n_offset_107
     mbarrier.arrive(resident_empty.index(rslot))
     v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
-    v_136 = v_135.to(gl.float16)
+    v_136 = v_135.to(gl.bfloat16)
     tma.store_wait(0)
     load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
     fence_async_shared()
@@ -15282,7 +15761,7 @@ def _attention_fwd_gluon_6155d65c61_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_6155d65c61(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_705f12cb06(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -15304,13 +15783,18 @@ def _attention_fwd_gluon_6155d65c61(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_6155d65c61_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_6155d65c61_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_705f12cb06_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_705f12cb06_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_6155d65c61.fn.hk_compile_options = {'maxnreg': 80}
+_attention_fwd_gluon_705f12cb06.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_6214b25a2c_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_74d290e533_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -15324,60 +15808,42 @@ def _attention_fwd_gluon_6214b25a2c_loader(q_len, q_heads, batch, group, q, q_st
     offset_10 = 0 + pid_4 * 1
     offset_13 = 0 + pid_6 * 1
     v_16 = offset_10 // group
-    v_21 = gl.minimum(offset_7, kv_len)
-    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
     mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
         tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
-    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_75 = gl.minimum(end_74, kv_len)
-    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_74d290e533_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -15399,16 +15865,21 @@ def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, b
     v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
     v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
     v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    v_21 = gl.minimum(offset_7, kv_len)
-    row_sum_22 = v_19
-    acc_23 = v_20
-    row_max_24 = v_18
-    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_26 > 0:
-        offset_26 = 0
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -15416,27 +15887,33 @@ def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_31 = gl.max(dot_30, 1)
-        v_32 = (red_31 * qk_scale)
-        v_33 = gl.maximum(row_max_24, v_32)
-        v_34 = (dot_30 * qk_scale)
-        v_36 = (v_34 - (v_33[:, None]))
-        v_37 = gl.exp2(v_36)
-        v_38 = (row_max_24 - v_33)
-        v_39 = gl.exp2(v_38)
-        v_40 = (row_sum_22 * v_39)
-        red_41 = gl.sum(v_37, 1)
-        v_42 = (v_40 + red_41)
-        v_44 = v_37.to(gl.bfloat16)
-        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_22 = v_42
-        row_max_24 = v_33
-        pend_a0 = gl.convert_layout(v_44, p_layout)
-        pend_acc0 = v_46
-        for jj in range(1, n_offset_26):
-            offset_26 = 0 + jj * _BLOCK_SIZE_1
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.float16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -15447,44 +15924,50 @@ def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_31 = gl.max(dot_30, 1)
-            v_32 = (red_31 * qk_scale)
-            v_33 = gl.maximum(row_max_24, v_32)
-            v_34 = (dot_30 * qk_scale)
-            v_36 = (v_34 - (v_33[:, None]))
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_max_24 - v_33)
-            v_39 = gl.exp2(v_38)
-            v_40 = (row_sum_22 * v_39)
-            red_41 = gl.sum(v_37, 1)
-            v_42 = (v_40 + red_41)
-            v_44 = v_37.to(gl.bfloat16)
-            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.float16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_22 = v_42
-            row_max_24 = v_33
-            pend_a0 = gl.convert_layout(v_44, p_layout)
-            pend_acc0 = v_46
-        prev = (c + n_offset_26 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_26 + 1
-    c += n_offset_26
-    row_sum_48 = row_sum_22
-    acc_49 = acc_23
-    row_max_50 = row_max_24
-    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
-    if n_offset_51 > 0:
-        offset_51 = whole_end_25
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -15492,27 +15975,33 @@ def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
-        v_58 = (red_57 * qk_scale)
-        v_59 = gl.maximum(row_max_50, v_58)
-        v_60 = (dot_56 * qk_scale)
-        v_62 = (v_60 - (v_59[:, None]))
-        v_63 = gl.exp2(v_62)
-        v_64 = (row_max_50 - v_59)
-        v_65 = gl.exp2(v_64)
-        v_66 = (row_sum_48 * v_65)
-        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
-        v_68 = (v_66 + red_67)
-        v_70 = v_63.to(gl.bfloat16)
-        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_48 = v_68
-        row_max_50 = v_59
-        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
-        pend_acc0 = v_72
-        for jj in range(1, n_offset_51):
-            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.float16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -15523,213 +16012,60 @@ def _attention_fwd_gluon_6214b25a2c_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
-            v_58 = (red_57 * qk_scale)
-            v_59 = gl.maximum(row_max_50, v_58)
-            v_60 = (dot_56 * qk_scale)
-            v_62 = (v_60 - (v_59[:, None]))
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_max_50 - v_59)
-            v_65 = gl.exp2(v_64)
-            v_66 = (row_sum_48 * v_65)
-            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
-            v_68 = (v_66 + red_67)
-            v_70 = v_63.to(gl.bfloat16)
-            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.float16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_48 = v_68
-            row_max_50 = v_59
-            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
-            pend_acc0 = v_72
-        prev = (c + n_offset_51 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_51 + 1
-    c += n_offset_51
-    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_75 = gl.minimum(end_74, kv_len)
-    row_sum_76 = row_sum_48
-    acc_77 = acc_49
-    row_max_78 = row_max_50
-    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
-    if n_offset_80 > 0:
-        offset_80 = v_21
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-        red_89 = gl.max(v_88, 1)
-        v_90 = (red_89 * qk_scale)
-        v_91 = gl.maximum(row_max_78, v_90)
-        v_92 = (v_88 * qk_scale)
-        v_94 = (v_92 - (v_91[:, None]))
-        v_95 = gl.exp2(v_94)
-        v_96 = (row_max_78 - v_91)
-        v_97 = gl.exp2(v_96)
-        v_98 = (row_sum_76 * v_97)
-        red_99 = gl.sum(v_95, 1)
-        v_100 = (v_98 + red_99)
-        v_102 = v_95.to(gl.bfloat16)
-        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_76 = v_100
-        row_max_78 = v_91
-        pend_a0 = gl.convert_layout(v_102, p_layout)
-        pend_acc0 = v_104
-        for jj in range(1, n_offset_80):
-            offset_80 = v_21 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-            red_89 = gl.max(v_88, 1)
-            v_90 = (red_89 * qk_scale)
-            v_91 = gl.maximum(row_max_78, v_90)
-            v_92 = (v_88 * qk_scale)
-            v_94 = (v_92 - (v_91[:, None]))
-            v_95 = gl.exp2(v_94)
-            v_96 = (row_max_78 - v_91)
-            v_97 = gl.exp2(v_96)
-            v_98 = (row_sum_76 * v_97)
-            red_99 = gl.sum(v_95, 1)
-            v_100 = (v_98 + red_99)
-            v_102 = v_95.to(gl.bfloat16)
-            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_76 = v_100
-            row_max_78 = v_91
-            pend_a0 = gl.convert_layout(v_102, p_layout)
-            pend_acc0 = v_104
-        prev = (c + n_offset_80 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_80 + 1
-    c += n_offset_80
-    row_sum_106 = row_sum_76
-    acc_107 = acc_77
-    row_max_108 = row_max_78
-    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
-    if n_offset_109 > 0:
-        offset_109 = whole_end_79
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
-        v_120 = (red_119 * qk_scale)
-        v_121 = gl.maximum(row_max_108, v_120)
-        v_122 = (v_118 * qk_scale)
-        v_124 = (v_122 - (v_121[:, None]))
-        v_125 = gl.exp2(v_124)
-        v_126 = (row_max_108 - v_121)
-        v_127 = gl.exp2(v_126)
-        v_128 = (row_sum_106 * v_127)
-        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
-        v_130 = (v_128 + red_129)
-        v_132 = v_125.to(gl.bfloat16)
-        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_106 = v_130
-        row_max_108 = v_121
-        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
-        pend_acc0 = v_134
-        for jj in range(1, n_offset_109):
-            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
-            v_120 = (red_119 * qk_scale)
-            v_121 = gl.maximum(row_max_108, v_120)
-            v_122 = (v_118 * qk_scale)
-            v_124 = (v_122 - (v_121[:, None]))
-            v_125 = gl.exp2(v_124)
-            v_126 = (row_max_108 - v_121)
-            v_127 = gl.exp2(v_126)
-            v_128 = (row_sum_106 * v_127)
-            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
-            v_130 = (v_128 + red_129)
-            v_132 = v_125.to(gl.bfloat16)
-            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_106 = v_130
-            row_max_108 = v_121
-            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
-            pend_acc0 = v_134
-        prev = (c + n_offset_109 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_109 + 1
-    c += n_offset_109
+        t += n_offset_63 + 1
+    c += n_offset_63
     mbarrier.arrive(resident_empty.index(rslot))
-    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
-    v_138 = v_137.to(gl.bfloat16)
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.float16)
     tma.store_wait(0)
-    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
     fence_async_shared()
     tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
-    v_139 = gl.log2(row_sum_106)
-    v_140 = (row_max_108 + v_139)
-    v_141 = (v_140 * 0.6931471805599453)
-    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_6214b25a2c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_74d290e533(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -15751,13 +16087,284 @@ def _attention_fwd_gluon_6214b25a2c(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_6214b25a2c_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_6214b25a2c_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_74d290e533_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_74d290e533_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_6214b25a2c.fn.hk_compile_options = {'maxnreg': 80}
+_attention_fwd_gluon_74d290e533.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_7056d8345f_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_81ba9433ac_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_81ba9433ac_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_19 = v_17
+        acc_20 = v_18
+        row_max_21 = v_16
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_23 > 0:
+            offset_23 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_28 = gl.reduce(dot_27, 1, _max_f4e3fa2f3b)
+            v_29 = (red_28 * qk_scale)
+            v_30 = gl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
+            v_31 = (dot_27 * qk_scale)
+            v_33 = (v_31 - (v_30[:, None]))
+            v_34 = gl.exp2(v_33)
+            v_35 = (row_max_21 - v_30)
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_sum_19 * v_36)
+            red_38 = gl.sum(v_34, 1)
+            v_39 = (v_37 + red_38)
+            v_41 = v_34.to(gl.float16)
+            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_19 = v_39
+            row_max_21 = v_30
+            pend_a0 = gl.convert_layout(v_41, p_layout)
+            pend_acc0 = v_43
+            for jj in range(1, n_offset_23):
+                offset_23 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_28 = gl.reduce(dot_27, 1, _max_f4e3fa2f3b)
+                v_29 = (red_28 * qk_scale)
+                v_30 = gl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
+                v_31 = (dot_27 * qk_scale)
+                v_33 = (v_31 - (v_30[:, None]))
+                v_34 = gl.exp2(v_33)
+                v_35 = (row_max_21 - v_30)
+                v_36 = gl.exp2(v_35)
+                v_37 = (row_sum_19 * v_36)
+                red_38 = gl.sum(v_34, 1)
+                v_39 = (v_37 + red_38)
+                v_41 = v_34.to(gl.float16)
+                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_19 = v_39
+                row_max_21 = v_30
+                pend_a0 = gl.convert_layout(v_41, p_layout)
+                pend_acc0 = v_43
+            prev = (c + n_offset_23 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_23 + 1
+        c += n_offset_23
+        row_sum_45 = row_sum_19
+        acc_46 = acc_20
+        row_max_47 = row_max_21
+        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
+        if n_offset_48 > 0:
+            offset_48 = whole_end_22
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_54 = gl.reduce(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_55 = (red_54 * qk_scale)
+            v_56 = gl.maximum(row_max_47, v_55, propagate_nan=tl.PropagateNan.ALL)
+            v_57 = (dot_53 * qk_scale)
+            v_59 = (v_57 - (v_56[:, None]))
+            v_60 = gl.exp2(v_59)
+            v_61 = (row_max_47 - v_56)
+            v_62 = gl.exp2(v_61)
+            v_63 = (row_sum_45 * v_62)
+            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+            v_65 = (v_63 + red_64)
+            v_67 = v_60.to(gl.float16)
+            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_45 = v_65
+            row_max_47 = v_56
+            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+            pend_acc0 = v_69
+            for jj in range(1, n_offset_48):
+                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_54 = gl.reduce(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_55 = (red_54 * qk_scale)
+                v_56 = gl.maximum(row_max_47, v_55, propagate_nan=tl.PropagateNan.ALL)
+                v_57 = (dot_53 * qk_scale)
+                v_59 = (v_57 - (v_56[:, None]))
+                v_60 = gl.exp2(v_59)
+                v_61 = (row_max_47 - v_56)
+                v_62 = gl.exp2(v_61)
+                v_63 = (row_sum_45 * v_62)
+                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+                v_65 = (v_63 + red_64)
+                v_67 = v_60.to(gl.float16)
+                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_45 = v_65
+                row_max_47 = v_56
+                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+                pend_acc0 = v_69
+            prev = (c + n_offset_48 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_48 + 1
+        c += n_offset_48
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
+        v_73 = v_72.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_74 = gl.log2(row_sum_45)
+        v_75 = (row_max_47 + v_74)
+        v_76 = (v_75 * 0.6931471805599453)
+        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_81ba9433ac(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_81ba9433ac_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_81ba9433ac_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_81ba9433ac_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_861ecba8b9_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -15812,7 +16419,7 @@ def _attention_fwd_gluon_7056d8345f_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_861ecba8b9_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -15853,9 +16460,9 @@ def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
             v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
             v_32 = (dot_28 * qk_scale)
             v_34 = (v_32 - (v_31[:, None]))
             v_35 = gl.exp2(v_34)
@@ -15884,9 +16491,9 @@ def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_29 = gl.max(dot_28, 1)
+                red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
                 v_30 = (red_29 * qk_scale)
-                v_31 = gl.maximum(row_max_22, v_30)
+                v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
                 v_32 = (dot_28 * qk_scale)
                 v_34 = (v_32 - (v_31[:, None]))
                 v_35 = gl.exp2(v_34)
@@ -15929,9 +16536,9 @@ def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
             v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
             v_58 = (dot_54 * qk_scale)
             v_60 = (v_58 - (v_57[:, None]))
             v_61 = gl.exp2(v_60)
@@ -15960,9 +16567,9 @@ def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
+                red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_56 = (red_55 * qk_scale)
-                v_57 = gl.maximum(row_max_48, v_56)
+                v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
                 v_58 = (dot_54 * qk_scale)
                 v_60 = (v_58 - (v_57[:, None]))
                 v_61 = gl.exp2(v_60)
@@ -16009,7 +16616,7 @@ def _attention_fwd_gluon_7056d8345f_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_7056d8345f(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_861ecba8b9(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -16033,10 +16640,15 @@ def _attention_fwd_gluon_7056d8345f(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_7056d8345f_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_7056d8345f_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_7056d8345f_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_861ecba8b9_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_91e21ce808_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_89e3e42081_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
@@ -16093,7 +16705,7 @@ def _attention_fwd_gluon_91e21ce808_loader(q_len, q_heads, batch, group, q, q_st
 
 
 @gluon.jit
-def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_89e3e42081_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -16152,9 +16764,9 @@ def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_43:
                 v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
                 scores_44 = v_48
-            red_49 = gl.max(scores_44, 1)
+            red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
             v_50 = (red_49 * qk_scale)
-            v_51 = gl.maximum(row_max_35, v_50)
+            v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
             v_52 = (scores_44 * qk_scale)
             v_54 = (v_52 - (v_51[:, None]))
             v_55 = gl.exp2(v_54)
@@ -16189,9 +16801,9 @@ def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_43:
                     v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
                     scores_44 = v_48
-                red_49 = gl.max(scores_44, 1)
+                red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
                 v_50 = (red_49 * qk_scale)
-                v_51 = gl.maximum(row_max_35, v_50)
+                v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
                 v_52 = (scores_44 * qk_scale)
                 v_54 = (v_52 - (v_51[:, None]))
                 v_55 = gl.exp2(v_54)
@@ -16240,9 +16852,9 @@ def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_76:
                 v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
                 scores_77 = v_81
-            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+            red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
             v_83 = (red_82 * qk_scale)
-            v_84 = gl.maximum(row_max_68, v_83)
+            v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
             v_85 = (scores_77 * qk_scale)
             v_87 = (v_85 - (v_84[:, None]))
             v_88 = gl.exp2(v_87)
@@ -16277,9 +16889,9 @@ def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_76:
                     v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
                     scores_77 = v_81
-                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+                red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_83 = (red_82 * qk_scale)
-                v_84 = gl.maximum(row_max_68, v_83)
+                v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
                 v_85 = (scores_77 * qk_scale)
                 v_87 = (v_85 - (v_84[:, None]))
                 v_88 = gl.exp2(v_87)
@@ -16323,7 +16935,7 @@ def _attention_fwd_gluon_91e21ce808_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_91e21ce808(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_89e3e42081(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -16346,10 +16958,15 @@ def _attention_fwd_gluon_91e21ce808(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_91e21ce808_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_91e21ce808_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_91e21ce808_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_89e3e42081_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_89e3e42081_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_89e3e42081_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_9c8b852005_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_94191ee0dc_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -16404,7 +17021,7 @@ def _attention_fwd_gluon_9c8b852005_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_9c8b852005_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_94191ee0dc_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -16445,992 +17062,9 @@ def _attention_fwd_gluon_9c8b852005_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
             v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
-            v_32 = (dot_28 * qk_scale)
-            v_34 = (v_32 - (v_31[:, None]))
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_max_22 - v_31)
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_sum_20 * v_37)
-            red_39 = gl.sum(v_35, 1)
-            v_40 = (v_38 + red_39)
-            v_42 = v_35.to(gl.bfloat16)
-            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_40
-            row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_42, p_layout)
-            pend_acc0 = v_44
-            for jj in range(1, n_offset_24):
-                offset_24 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_29 = gl.max(dot_28, 1)
-                v_30 = (red_29 * qk_scale)
-                v_31 = gl.maximum(row_max_22, v_30)
-                v_32 = (dot_28 * qk_scale)
-                v_34 = (v_32 - (v_31[:, None]))
-                v_35 = gl.exp2(v_34)
-                v_36 = (row_max_22 - v_31)
-                v_37 = gl.exp2(v_36)
-                v_38 = (row_sum_20 * v_37)
-                red_39 = gl.sum(v_35, 1)
-                v_40 = (v_38 + red_39)
-                v_42 = v_35.to(gl.bfloat16)
-                acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_20 = v_40
-                row_max_22 = v_31
-                pend_a0 = gl.convert_layout(v_42, p_layout)
-                pend_acc0 = v_44
-            prev = (c + n_offset_24 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_24 + 1
-        c += n_offset_24
-        row_sum_46 = row_sum_20
-        acc_47 = acc_21
-        row_max_48 = row_max_22
-        n_offset_49 = gl.cdiv(gl.maximum((kv_len) - (whole_end_23), 0), _BLOCK_SIZE_1)
-        if n_offset_49 > 0:
-            offset_49 = whole_end_23
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
-            v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
-            v_58 = (dot_54 * qk_scale)
-            v_60 = (v_58 - (v_57[:, None]))
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_max_48 - v_57)
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_sum_46 * v_63)
-            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
-            v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.bfloat16)
-            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_46 = v_66
-            row_max_48 = v_57
-            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
-            pend_acc0 = v_70
-            for jj in range(1, n_offset_49):
-                offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
-                v_56 = (red_55 * qk_scale)
-                v_57 = gl.maximum(row_max_48, v_56)
-                v_58 = (dot_54 * qk_scale)
-                v_60 = (v_58 - (v_57[:, None]))
-                v_61 = gl.exp2(v_60)
-                v_62 = (row_max_48 - v_57)
-                v_63 = gl.exp2(v_62)
-                v_64 = (row_sum_46 * v_63)
-                red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
-                v_66 = (v_64 + red_65)
-                v_68 = v_61.to(gl.bfloat16)
-                acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_46 = v_66
-                row_max_48 = v_57
-                pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
-                pend_acc0 = v_70
-            prev = (c + n_offset_49 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_49 + 1
-        c += n_offset_49
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_73 = (acc_47 / (gl.convert_layout(row_sum_46, gl.SliceLayout(1, o_layout))[:, None]))
-        v_74 = v_73.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_74)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_12, offset_9, offset_6 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_75 = gl.log2(row_sum_46)
-        v_76 = (row_max_48 + v_75)
-        v_77 = (v_76 * 0.6931471805599453)
-        gl.store((lse + (((offset_12 * lse_stride_0) + (offset_9 * lse_stride_1)) + (((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_77, mask=((((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_9c8b852005(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_9c8b852005_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_9c8b852005_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_9c8b852005_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_9c8b852005_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_b54e729042_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_19 = gl.minimum(offset_5, kv_len)
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_49 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_78 in range(v_19, whole_end_77, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_107 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_107, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_107, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_b54e729042_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    v_19 = gl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_24 > 0:
-        offset_24 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        red_29 = gl.max(dot_28, 1)
-        v_30 = (red_29 * qk_scale)
-        v_31 = gl.maximum(row_max_22, v_30)
-        v_32 = (dot_28 * qk_scale)
-        v_34 = (v_32 - (v_31[:, None]))
-        v_35 = gl.exp2(v_34)
-        v_36 = (row_max_22 - v_31)
-        v_37 = gl.exp2(v_36)
-        v_38 = (row_sum_20 * v_37)
-        red_39 = gl.sum(v_35, 1)
-        v_40 = (v_38 + red_39)
-        v_42 = v_35.to(gl.bfloat16)
-        v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_20 = v_40
-        row_max_22 = v_31
-        pend_a0 = gl.convert_layout(v_42, p_layout)
-        pend_acc0 = v_44
-        for jj in range(1, n_offset_24):
-            offset_24 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
-            v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
-            v_32 = (dot_28 * qk_scale)
-            v_34 = (v_32 - (v_31[:, None]))
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_max_22 - v_31)
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_sum_20 * v_37)
-            red_39 = gl.sum(v_35, 1)
-            v_40 = (v_38 + red_39)
-            v_42 = v_35.to(gl.bfloat16)
-            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_40
-            row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_42, p_layout)
-            pend_acc0 = v_44
-        prev = (c + n_offset_24 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_24 + 1
-    c += n_offset_24
-    row_sum_46 = row_sum_20
-    acc_47 = acc_21
-    row_max_48 = row_max_22
-    n_offset_49 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
-    if n_offset_49 > 0:
-        offset_49 = whole_end_23
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
-        v_56 = (red_55 * qk_scale)
-        v_57 = gl.maximum(row_max_48, v_56)
-        v_58 = (dot_54 * qk_scale)
-        v_60 = (v_58 - (v_57[:, None]))
-        v_61 = gl.exp2(v_60)
-        v_62 = (row_max_48 - v_57)
-        v_63 = gl.exp2(v_62)
-        v_64 = (row_sum_46 * v_63)
-        red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
-        v_66 = (v_64 + red_65)
-        v_68 = v_61.to(gl.bfloat16)
-        v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_46 = v_66
-        row_max_48 = v_57
-        pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
-        pend_acc0 = v_70
-        for jj in range(1, n_offset_49):
-            offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
-            v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
-            v_58 = (dot_54 * qk_scale)
-            v_60 = (v_58 - (v_57[:, None]))
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_max_48 - v_57)
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_sum_46 * v_63)
-            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
-            v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.bfloat16)
-            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_46 = v_66
-            row_max_48 = v_57
-            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
-            pend_acc0 = v_70
-        prev = (c + n_offset_49 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_49 + 1
-    c += n_offset_49
-    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    row_sum_74 = row_sum_46
-    acc_75 = acc_47
-    row_max_76 = row_max_48
-    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_19), 0), _BLOCK_SIZE_1)
-    if n_offset_78 > 0:
-        offset_78 = v_19
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-        red_87 = gl.max(v_86, 1)
-        v_88 = (red_87 * qk_scale)
-        v_89 = gl.maximum(row_max_76, v_88)
-        v_90 = (v_86 * qk_scale)
-        v_92 = (v_90 - (v_89[:, None]))
-        v_93 = gl.exp2(v_92)
-        v_94 = (row_max_76 - v_89)
-        v_95 = gl.exp2(v_94)
-        v_96 = (row_sum_74 * v_95)
-        red_97 = gl.sum(v_93, 1)
-        v_98 = (v_96 + red_97)
-        v_100 = v_93.to(gl.bfloat16)
-        v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_74 = v_98
-        row_max_76 = v_89
-        pend_a0 = gl.convert_layout(v_100, p_layout)
-        pend_acc0 = v_102
-        for jj in range(1, n_offset_78):
-            offset_78 = v_19 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-            red_87 = gl.max(v_86, 1)
-            v_88 = (red_87 * qk_scale)
-            v_89 = gl.maximum(row_max_76, v_88)
-            v_90 = (v_86 * qk_scale)
-            v_92 = (v_90 - (v_89[:, None]))
-            v_93 = gl.exp2(v_92)
-            v_94 = (row_max_76 - v_89)
-            v_95 = gl.exp2(v_94)
-            v_96 = (row_sum_74 * v_95)
-            red_97 = gl.sum(v_93, 1)
-            v_98 = (v_96 + red_97)
-            v_100 = v_93.to(gl.bfloat16)
-            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_74 = v_98
-            row_max_76 = v_89
-            pend_a0 = gl.convert_layout(v_100, p_layout)
-            pend_acc0 = v_102
-        prev = (c + n_offset_78 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_78 + 1
-    c += n_offset_78
-    row_sum_104 = row_sum_74
-    acc_105 = acc_75
-    row_max_106 = row_max_76
-    n_offset_107 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
-    if n_offset_107 > 0:
-        offset_107 = whole_end_77
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-        red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
-        v_118 = (red_117 * qk_scale)
-        v_119 = gl.maximum(row_max_106, v_118)
-        v_120 = (v_116 * qk_scale)
-        v_122 = (v_120 - (v_119[:, None]))
-        v_123 = gl.exp2(v_122)
-        v_124 = (row_max_106 - v_119)
-        v_125 = gl.exp2(v_124)
-        v_126 = (row_sum_104 * v_125)
-        red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
-        v_128 = (v_126 + red_127)
-        v_130 = v_123.to(gl.bfloat16)
-        v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_104 = v_128
-        row_max_106 = v_119
-        pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
-        pend_acc0 = v_132
-        for jj in range(1, n_offset_107):
-            offset_107 = whole_end_77 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-            red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
-            v_118 = (red_117 * qk_scale)
-            v_119 = gl.maximum(row_max_106, v_118)
-            v_120 = (v_116 * qk_scale)
-            v_122 = (v_120 - (v_119[:, None]))
-            v_123 = gl.exp2(v_122)
-            v_124 = (row_max_106 - v_119)
-            v_125 = gl.exp2(v_124)
-            v_126 = (row_sum_104 * v_125)
-            red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
-            v_128 = (v_126 + red_127)
-            v_130 = v_123.to(gl.bfloat16)
-            acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_104 = v_128
-            row_max_106 = v_119
-            pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
-            pend_acc0 = v_132
-        prev = (c + n_offset_107 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_107 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_107) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_107 + 1
-    c += n_offset_107
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
-    v_136 = v_135.to(gl.bfloat16)
-    tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_137 = gl.log2(row_sum_104)
-    v_138 = (row_max_106 + v_137)
-    v_139 = (v_138 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_139, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_b54e729042(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_b54e729042_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b54e729042_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_b54e729042.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_b76fd316e8_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_b76fd316e8_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_19 = v_17
-        acc_20 = v_18
-        row_max_21 = v_16
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_23 > 0:
-            offset_23 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_28 = gl.max(dot_27, 1)
-            v_29 = (red_28 * qk_scale)
-            v_30 = gl.maximum(row_max_21, v_29)
-            v_31 = (dot_27 * qk_scale)
-            v_33 = (v_31 - (v_30[:, None]))
-            v_34 = gl.exp2(v_33)
-            v_35 = (row_max_21 - v_30)
-            v_36 = gl.exp2(v_35)
-            v_37 = (row_sum_19 * v_36)
-            red_38 = gl.sum(v_34, 1)
-            v_39 = (v_37 + red_38)
-            v_41 = v_34.to(gl.bfloat16)
-            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_19 = v_39
-            row_max_21 = v_30
-            pend_a0 = gl.convert_layout(v_41, p_layout)
-            pend_acc0 = v_43
-            for jj in range(1, n_offset_23):
-                offset_23 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_28 = gl.max(dot_27, 1)
-                v_29 = (red_28 * qk_scale)
-                v_30 = gl.maximum(row_max_21, v_29)
-                v_31 = (dot_27 * qk_scale)
-                v_33 = (v_31 - (v_30[:, None]))
-                v_34 = gl.exp2(v_33)
-                v_35 = (row_max_21 - v_30)
-                v_36 = gl.exp2(v_35)
-                v_37 = (row_sum_19 * v_36)
-                red_38 = gl.sum(v_34, 1)
-                v_39 = (v_37 + red_38)
-                v_41 = v_34.to(gl.bfloat16)
-                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_19 = v_39
-                row_max_21 = v_30
-                pend_a0 = gl.convert_layout(v_41, p_layout)
-                pend_acc0 = v_43
-            prev = (c + n_offset_23 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_23 + 1
-        c += n_offset_23
-        row_sum_45 = row_sum_19
-        acc_46 = acc_20
-        row_max_47 = row_max_21
-        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
-        if n_offset_48 > 0:
-            offset_48 = whole_end_22
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
-            v_55 = (red_54 * qk_scale)
-            v_56 = gl.maximum(row_max_47, v_55)
-            v_57 = (dot_53 * qk_scale)
-            v_59 = (v_57 - (v_56[:, None]))
-            v_60 = gl.exp2(v_59)
-            v_61 = (row_max_47 - v_56)
-            v_62 = gl.exp2(v_61)
-            v_63 = (row_sum_45 * v_62)
-            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
-            v_65 = (v_63 + red_64)
-            v_67 = v_60.to(gl.bfloat16)
-            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_45 = v_65
-            row_max_47 = v_56
-            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
-            pend_acc0 = v_69
-            for jj in range(1, n_offset_48):
-                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
-                v_55 = (red_54 * qk_scale)
-                v_56 = gl.maximum(row_max_47, v_55)
-                v_57 = (dot_53 * qk_scale)
-                v_59 = (v_57 - (v_56[:, None]))
-                v_60 = gl.exp2(v_59)
-                v_61 = (row_max_47 - v_56)
-                v_62 = gl.exp2(v_61)
-                v_63 = (row_sum_45 * v_62)
-                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
-                v_65 = (v_63 + red_64)
-                v_67 = v_60.to(gl.bfloat16)
-                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_45 = v_65
-                row_max_47 = v_56
-                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
-                pend_acc0 = v_69
-            prev = (c + n_offset_48 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_48 + 1
-        c += n_offset_48
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
-        v_73 = v_72.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_74 = gl.log2(row_sum_45)
-        v_75 = (row_max_47 + v_74)
-        v_76 = (v_75 * 0.6931471805599453)
-        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_b76fd316e8(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_b76fd316e8_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b76fd316e8_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b76fd316e8_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_c157450a06_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
-        offset_9 = 0 + pid_4 * 1
-        offset_12 = 0 + pid_5 * 1
-        v_15 = offset_9 // group
-        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_12, offset_9, offset_6 + g * ROWS, 0], resident_bar.index(rslot), load_16_smem.index(rslot * GROUPS + g))
-        for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_49 in range(whole_end_23, kv_len, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_c157450a06_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
-        offset_9 = 0 + pid_4 * 1
-        offset_12 = 0 + pid_5 * 1
-        v_15 = offset_9 // group
-        v_17 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_19 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_20 = v_18
-        acc_21 = v_19
-        row_max_22 = v_17
-        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_24 > 0:
-            offset_24 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.max(dot_28, 1)
-            v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
             v_32 = (dot_28 * qk_scale)
             v_34 = (v_32 - (v_31[:, None]))
             v_35 = gl.exp2(v_34)
@@ -17459,9 +17093,9 @@ def _attention_fwd_gluon_c157450a06_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_29 = gl.max(dot_28, 1)
+                red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
                 v_30 = (red_29 * qk_scale)
-                v_31 = gl.maximum(row_max_22, v_30)
+                v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
                 v_32 = (dot_28 * qk_scale)
                 v_34 = (v_32 - (v_31[:, None]))
                 v_35 = gl.exp2(v_34)
@@ -17504,9 +17138,9 @@ def _attention_fwd_gluon_c157450a06_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
             v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
             v_58 = (dot_54 * qk_scale)
             v_60 = (v_58 - (v_57[:, None]))
             v_61 = gl.exp2(v_60)
@@ -17535,9 +17169,9 @@ def _attention_fwd_gluon_c157450a06_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1)
+                red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_56 = (red_55 * qk_scale)
-                v_57 = gl.maximum(row_max_48, v_56)
+                v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
                 v_58 = (dot_54 * qk_scale)
                 v_60 = (v_58 - (v_57[:, None]))
                 v_61 = gl.exp2(v_60)
@@ -17584,7 +17218,7 @@ def _attention_fwd_gluon_c157450a06_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_c157450a06(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_94191ee0dc(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -17608,254 +17242,442 @@ def _attention_fwd_gluon_c157450a06(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_c157450a06_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c157450a06_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c157450a06_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_94191ee0dc_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_c1cd1d2869_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_ac716761c2_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_5 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_21 = gl.minimum(offset_7, kv_len)
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_c1cd1d2869_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_ac716761c2_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
     c = 0
     t = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_19 = v_17
-        acc_20 = v_18
-        row_max_21 = v_16
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_23 > 0:
-            offset_23 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_5 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_21 = gl.minimum(offset_7, kv_len)
+    row_sum_22 = v_19
+    acc_23 = v_20
+    row_max_24 = v_18
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_26 > 0:
+        offset_26 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
+        v_32 = (red_31 * qk_scale)
+        v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
+        v_34 = (dot_30 * qk_scale)
+        v_36 = (v_34 - (v_33[:, None]))
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_max_24 - v_33)
+        v_39 = gl.exp2(v_38)
+        v_40 = (row_sum_22 * v_39)
+        red_41 = gl.sum(v_37, 1)
+        v_42 = (v_40 + red_41)
+        v_44 = v_37.to(gl.float16)
+        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_22 = v_42
+        row_max_24 = v_33
+        pend_a0 = gl.convert_layout(v_44, p_layout)
+        pend_acc0 = v_46
+        for jj in range(1, n_offset_26):
+            offset_26 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_28 = gl.max(dot_27, 1)
-            v_29 = (red_28 * qk_scale)
-            v_30 = gl.maximum(row_max_21, v_29)
-            v_31 = (dot_27 * qk_scale)
-            v_33 = (v_31 - (v_30[:, None]))
-            v_34 = gl.exp2(v_33)
-            v_35 = (row_max_21 - v_30)
-            v_36 = gl.exp2(v_35)
-            v_37 = (row_sum_19 * v_36)
-            red_38 = gl.sum(v_34, 1)
-            v_39 = (v_37 + red_38)
-            v_41 = v_34.to(gl.float16)
-            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_19 = v_39
-            row_max_21 = v_30
-            pend_a0 = gl.convert_layout(v_41, p_layout)
-            pend_acc0 = v_43
-            for jj in range(1, n_offset_23):
-                offset_23 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_28 = gl.max(dot_27, 1)
-                v_29 = (red_28 * qk_scale)
-                v_30 = gl.maximum(row_max_21, v_29)
-                v_31 = (dot_27 * qk_scale)
-                v_33 = (v_31 - (v_30[:, None]))
-                v_34 = gl.exp2(v_33)
-                v_35 = (row_max_21 - v_30)
-                v_36 = gl.exp2(v_35)
-                v_37 = (row_sum_19 * v_36)
-                red_38 = gl.sum(v_34, 1)
-                v_39 = (v_37 + red_38)
-                v_41 = v_34.to(gl.float16)
-                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_19 = v_39
-                row_max_21 = v_30
-                pend_a0 = gl.convert_layout(v_41, p_layout)
-                pend_acc0 = v_43
-            prev = (c + n_offset_23 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_23 + 1
-        c += n_offset_23
-        row_sum_45 = row_sum_19
-        acc_46 = acc_20
-        row_max_47 = row_max_21
-        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
-        if n_offset_48 > 0:
-            offset_48 = whole_end_22
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
-            v_55 = (red_54 * qk_scale)
-            v_56 = gl.maximum(row_max_47, v_55)
-            v_57 = (dot_53 * qk_scale)
-            v_59 = (v_57 - (v_56[:, None]))
-            v_60 = gl.exp2(v_59)
-            v_61 = (row_max_47 - v_56)
-            v_62 = gl.exp2(v_61)
-            v_63 = (row_sum_45 * v_62)
-            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
-            v_65 = (v_63 + red_64)
-            v_67 = v_60.to(gl.float16)
-            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_45 = v_65
-            row_max_47 = v_56
-            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
-            pend_acc0 = v_69
-            for jj in range(1, n_offset_48):
-                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
-                v_55 = (red_54 * qk_scale)
-                v_56 = gl.maximum(row_max_47, v_55)
-                v_57 = (dot_53 * qk_scale)
-                v_59 = (v_57 - (v_56[:, None]))
-                v_60 = gl.exp2(v_59)
-                v_61 = (row_max_47 - v_56)
-                v_62 = gl.exp2(v_61)
-                v_63 = (row_sum_45 * v_62)
-                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
-                v_65 = (v_63 + red_64)
-                v_67 = v_60.to(gl.float16)
-                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_45 = v_65
-                row_max_47 = v_56
-                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
-                pend_acc0 = v_69
-            prev = (c + n_offset_48 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
+            v_32 = (red_31 * qk_scale)
+            v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
+            v_34 = (dot_30 * qk_scale)
+            v_36 = (v_34 - (v_33[:, None]))
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_max_24 - v_33)
+            v_39 = gl.exp2(v_38)
+            v_40 = (row_sum_22 * v_39)
+            red_41 = gl.sum(v_37, 1)
+            v_42 = (v_40 + red_41)
+            v_44 = v_37.to(gl.float16)
+            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_22 = v_42
+            row_max_24 = v_33
+            pend_a0 = gl.convert_layout(v_44, p_layout)
+            pend_acc0 = v_46
+        prev = (c + n_offset_26 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_26 + 1
+    c += n_offset_26
+    row_sum_48 = row_sum_22
+    acc_49 = acc_23
+    row_max_50 = row_max_24
+    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_51 > 0:
+        offset_51 = whole_end_25
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_58 = (red_57 * qk_scale)
+        v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
+        v_60 = (dot_56 * qk_scale)
+        v_62 = (v_60 - (v_59[:, None]))
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_max_50 - v_59)
+        v_65 = gl.exp2(v_64)
+        v_66 = (row_sum_48 * v_65)
+        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+        v_68 = (v_66 + red_67)
+        v_70 = v_63.to(gl.float16)
+        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_48 = v_68
+        row_max_50 = v_59
+        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+        pend_acc0 = v_72
+        for jj in range(1, n_offset_51):
+            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_58 = (red_57 * qk_scale)
+            v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
+            v_60 = (dot_56 * qk_scale)
+            v_62 = (v_60 - (v_59[:, None]))
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_max_50 - v_59)
+            v_65 = gl.exp2(v_64)
+            v_66 = (row_sum_48 * v_65)
+            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+            v_68 = (v_66 + red_67)
+            v_70 = v_63.to(gl.float16)
+            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_48 + 1
-        c += n_offset_48
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
-        v_73 = v_72.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_74 = gl.log2(row_sum_45)
-        v_75 = (row_max_47 + v_74)
-        v_76 = (v_75 * 0.6931471805599453)
-        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
+            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_48 = v_68
+            row_max_50 = v_59
+            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+            pend_acc0 = v_72
+        prev = (c + n_offset_51 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_51 + 1
+    c += n_offset_51
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    row_sum_76 = row_sum_48
+    acc_77 = acc_49
+    row_max_78 = row_max_50
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_80 > 0:
+        offset_80 = v_21
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+        red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
+        v_90 = (red_89 * qk_scale)
+        v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
+        v_92 = (v_88 * qk_scale)
+        v_94 = (v_92 - (v_91[:, None]))
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_max_78 - v_91)
+        v_97 = gl.exp2(v_96)
+        v_98 = (row_sum_76 * v_97)
+        red_99 = gl.sum(v_95, 1)
+        v_100 = (v_98 + red_99)
+        v_102 = v_95.to(gl.float16)
+        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_76 = v_100
+        row_max_78 = v_91
+        pend_a0 = gl.convert_layout(v_102, p_layout)
+        pend_acc0 = v_104
+        for jj in range(1, n_offset_80):
+            offset_80 = v_21 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+            red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
+            v_90 = (red_89 * qk_scale)
+            v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
+            v_92 = (v_88 * qk_scale)
+            v_94 = (v_92 - (v_91[:, None]))
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_max_78 - v_91)
+            v_97 = gl.exp2(v_96)
+            v_98 = (row_sum_76 * v_97)
+            red_99 = gl.sum(v_95, 1)
+            v_100 = (v_98 + red_99)
+            v_102 = v_95.to(gl.float16)
+            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_76 = v_100
+            row_max_78 = v_91
+            pend_a0 = gl.convert_layout(v_102, p_layout)
+            pend_acc0 = v_104
+        prev = (c + n_offset_80 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_80 + 1
+    c += n_offset_80
+    row_sum_106 = row_sum_76
+    acc_107 = acc_77
+    row_max_108 = row_max_78
+    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
+    if n_offset_109 > 0:
+        offset_109 = whole_end_79
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+        red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_120 = (red_119 * qk_scale)
+        v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
+        v_122 = (v_118 * qk_scale)
+        v_124 = (v_122 - (v_121[:, None]))
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_max_108 - v_121)
+        v_127 = gl.exp2(v_126)
+        v_128 = (row_sum_106 * v_127)
+        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+        v_130 = (v_128 + red_129)
+        v_132 = v_125.to(gl.float16)
+        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_106 = v_130
+        row_max_108 = v_121
+        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+        pend_acc0 = v_134
+        for jj in range(1, n_offset_109):
+            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+            red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_120 = (red_119 * qk_scale)
+            v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
+            v_122 = (v_118 * qk_scale)
+            v_124 = (v_122 - (v_121[:, None]))
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_max_108 - v_121)
+            v_127 = gl.exp2(v_126)
+            v_128 = (row_sum_106 * v_127)
+            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+            v_130 = (v_128 + red_129)
+            v_132 = v_125.to(gl.float16)
+            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_106 = v_130
+            row_max_108 = v_121
+            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+            pend_acc0 = v_134
+        prev = (c + n_offset_109 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_109 + 1
+    c += n_offset_109
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
+    v_138 = v_137.to(gl.float16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_139 = gl.log2(row_sum_106)
+    v_140 = (row_max_108 + v_139)
+    v_141 = (v_140 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_c1cd1d2869(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_ac716761c2(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
+    for i in gl.static_range(1):
         mbarrier.init(resident_bar.index(i), count=1)
         mbarrier.init(resident_empty.index(i), count=GROUPS)
     ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -17869,323 +17691,15 @@ def _attention_fwd_gluon_c1cd1d2869(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_c1cd1d2869_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c1cd1d2869_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c1cd1d2869_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_ac716761c2_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_ac716761c2_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_ac716761c2_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
-@gluon.jit
-def _attention_fwd_gluon_c4a1d0b516_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = end_27 + 128
-        v_29 = v_28 - 1
-        v_30 = v_29 // 128
-        v_31 = v_30 * 128
-        v_32 = gl.minimum(v_31, kv_len)
-        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
 
 
 @gluon.jit
-def _attention_fwd_gluon_c4a1d0b516_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = end_27 + 128
-        v_29 = v_28 - 1
-        v_30 = v_29 // 128
-        v_31 = v_30 * 128
-        v_32 = gl.minimum(v_31, kv_len)
-        row_sum_33 = v_25
-        acc_34 = v_26
-        row_max_35 = v_24
-        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_37 > 0:
-            offset_37 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
-            v_43 = end_42 > offset_13
-            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_44 = dot_41
-            if v_43:
-                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
-                scores_44 = v_48
-            red_49 = gl.max(scores_44, 1)
-            v_50 = (red_49 * qk_scale)
-            v_51 = gl.maximum(row_max_35, v_50)
-            v_52 = (scores_44 * qk_scale)
-            v_54 = (v_52 - (v_51[:, None]))
-            v_55 = gl.exp2(v_54)
-            v_56 = (row_max_35 - v_51)
-            v_57 = gl.exp2(v_56)
-            v_58 = (row_sum_33 * v_57)
-            red_59 = gl.sum(v_55, 1)
-            v_60 = (v_58 + red_59)
-            v_62 = v_55.to(gl.float16)
-            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_33 = v_60
-            row_max_35 = v_51
-            pend_a0 = gl.convert_layout(v_62, p_layout)
-            pend_acc0 = v_64
-            for jj in range(1, n_offset_37):
-                offset_37 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
-                v_43 = end_42 > offset_13
-                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_44 = dot_41
-                if v_43:
-                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
-                    scores_44 = v_48
-                red_49 = gl.max(scores_44, 1)
-                v_50 = (red_49 * qk_scale)
-                v_51 = gl.maximum(row_max_35, v_50)
-                v_52 = (scores_44 * qk_scale)
-                v_54 = (v_52 - (v_51[:, None]))
-                v_55 = gl.exp2(v_54)
-                v_56 = (row_max_35 - v_51)
-                v_57 = gl.exp2(v_56)
-                v_58 = (row_sum_33 * v_57)
-                red_59 = gl.sum(v_55, 1)
-                v_60 = (v_58 + red_59)
-                v_62 = v_55.to(gl.float16)
-                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_33 = v_60
-                row_max_35 = v_51
-                pend_a0 = gl.convert_layout(v_62, p_layout)
-                pend_acc0 = v_64
-            prev = (c + n_offset_37 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_37 + 1
-        c += n_offset_37
-        row_sum_66 = row_sum_33
-        acc_67 = acc_34
-        row_max_68 = row_max_35
-        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
-        if n_offset_69 > 0:
-            offset_69 = whole_end_36
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
-            v_76 = end_75 > offset_13
-            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_77 = dot_74
-            if v_76:
-                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
-                scores_77 = v_81
-            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
-            v_83 = (red_82 * qk_scale)
-            v_84 = gl.maximum(row_max_68, v_83)
-            v_85 = (scores_77 * qk_scale)
-            v_87 = (v_85 - (v_84[:, None]))
-            v_88 = gl.exp2(v_87)
-            v_89 = (row_max_68 - v_84)
-            v_90 = gl.exp2(v_89)
-            v_91 = (row_sum_66 * v_90)
-            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
-            v_93 = (v_91 + red_92)
-            v_95 = v_88.to(gl.float16)
-            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_66 = v_93
-            row_max_68 = v_84
-            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
-            pend_acc0 = v_97
-            for jj in range(1, n_offset_69):
-                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
-                v_76 = end_75 > offset_13
-                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_77 = dot_74
-                if v_76:
-                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
-                    scores_77 = v_81
-                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
-                v_83 = (red_82 * qk_scale)
-                v_84 = gl.maximum(row_max_68, v_83)
-                v_85 = (scores_77 * qk_scale)
-                v_87 = (v_85 - (v_84[:, None]))
-                v_88 = gl.exp2(v_87)
-                v_89 = (row_max_68 - v_84)
-                v_90 = gl.exp2(v_89)
-                v_91 = (row_sum_66 * v_90)
-                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
-                v_93 = (v_91 + red_92)
-                v_95 = v_88.to(gl.float16)
-                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_66 = v_93
-                row_max_68 = v_84
-                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
-                pend_acc0 = v_97
-            prev = (c + n_offset_69 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_69 + 1
-        c += n_offset_69
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
-        v_101 = v_100.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_102 = gl.log2(row_sum_66)
-        v_103 = (row_max_68 + v_102)
-        v_104 = (v_103 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_c4a1d0b516(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_c4a1d0b516_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c4a1d0b516_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c4a1d0b516_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_c6c883e55f_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_c173f9ab71_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -18252,7 +17766,7 @@ def _attention_fwd_gluon_c6c883e55f_loader(q_len, q_heads, batch, group, q, q_st
 
 
 @gluon.jit
-def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_c173f9ab71_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -18293,9 +17807,795 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_31 = gl.max(dot_30, 1)
+        red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
         v_32 = (red_31 * qk_scale)
-        v_33 = gl.maximum(row_max_24, v_32)
+        v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
+        v_34 = (dot_30 * qk_scale)
+        v_36 = (v_34 - (v_33[:, None]))
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_max_24 - v_33)
+        v_39 = gl.exp2(v_38)
+        v_40 = (row_sum_22 * v_39)
+        red_41 = gl.sum(v_37, 1)
+        v_42 = (v_40 + red_41)
+        v_44 = v_37.to(gl.bfloat16)
+        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_22 = v_42
+        row_max_24 = v_33
+        pend_a0 = gl.convert_layout(v_44, p_layout)
+        pend_acc0 = v_46
+        for jj in range(1, n_offset_26):
+            offset_26 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
+            v_32 = (red_31 * qk_scale)
+            v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
+            v_34 = (dot_30 * qk_scale)
+            v_36 = (v_34 - (v_33[:, None]))
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_max_24 - v_33)
+            v_39 = gl.exp2(v_38)
+            v_40 = (row_sum_22 * v_39)
+            red_41 = gl.sum(v_37, 1)
+            v_42 = (v_40 + red_41)
+            v_44 = v_37.to(gl.bfloat16)
+            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_22 = v_42
+            row_max_24 = v_33
+            pend_a0 = gl.convert_layout(v_44, p_layout)
+            pend_acc0 = v_46
+        prev = (c + n_offset_26 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_26 + 1
+    c += n_offset_26
+    row_sum_48 = row_sum_22
+    acc_49 = acc_23
+    row_max_50 = row_max_24
+    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_51 > 0:
+        offset_51 = whole_end_25
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_58 = (red_57 * qk_scale)
+        v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
+        v_60 = (dot_56 * qk_scale)
+        v_62 = (v_60 - (v_59[:, None]))
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_max_50 - v_59)
+        v_65 = gl.exp2(v_64)
+        v_66 = (row_sum_48 * v_65)
+        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+        v_68 = (v_66 + red_67)
+        v_70 = v_63.to(gl.bfloat16)
+        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_48 = v_68
+        row_max_50 = v_59
+        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+        pend_acc0 = v_72
+        for jj in range(1, n_offset_51):
+            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_58 = (red_57 * qk_scale)
+            v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
+            v_60 = (dot_56 * qk_scale)
+            v_62 = (v_60 - (v_59[:, None]))
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_max_50 - v_59)
+            v_65 = gl.exp2(v_64)
+            v_66 = (row_sum_48 * v_65)
+            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+            v_68 = (v_66 + red_67)
+            v_70 = v_63.to(gl.bfloat16)
+            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_48 = v_68
+            row_max_50 = v_59
+            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+            pend_acc0 = v_72
+        prev = (c + n_offset_51 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_51 + 1
+    c += n_offset_51
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    row_sum_76 = row_sum_48
+    acc_77 = acc_49
+    row_max_78 = row_max_50
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_80 > 0:
+        offset_80 = v_21
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+        red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
+        v_90 = (red_89 * qk_scale)
+        v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
+        v_92 = (v_88 * qk_scale)
+        v_94 = (v_92 - (v_91[:, None]))
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_max_78 - v_91)
+        v_97 = gl.exp2(v_96)
+        v_98 = (row_sum_76 * v_97)
+        red_99 = gl.sum(v_95, 1)
+        v_100 = (v_98 + red_99)
+        v_102 = v_95.to(gl.bfloat16)
+        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_76 = v_100
+        row_max_78 = v_91
+        pend_a0 = gl.convert_layout(v_102, p_layout)
+        pend_acc0 = v_104
+        for jj in range(1, n_offset_80):
+            offset_80 = v_21 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+            red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
+            v_90 = (red_89 * qk_scale)
+            v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
+            v_92 = (v_88 * qk_scale)
+            v_94 = (v_92 - (v_91[:, None]))
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_max_78 - v_91)
+            v_97 = gl.exp2(v_96)
+            v_98 = (row_sum_76 * v_97)
+            red_99 = gl.sum(v_95, 1)
+            v_100 = (v_98 + red_99)
+            v_102 = v_95.to(gl.bfloat16)
+            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_76 = v_100
+            row_max_78 = v_91
+            pend_a0 = gl.convert_layout(v_102, p_layout)
+            pend_acc0 = v_104
+        prev = (c + n_offset_80 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_80 + 1
+    c += n_offset_80
+    row_sum_106 = row_sum_76
+    acc_107 = acc_77
+    row_max_108 = row_max_78
+    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
+    if n_offset_109 > 0:
+        offset_109 = whole_end_79
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+        red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
+        v_120 = (red_119 * qk_scale)
+        v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
+        v_122 = (v_118 * qk_scale)
+        v_124 = (v_122 - (v_121[:, None]))
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_max_108 - v_121)
+        v_127 = gl.exp2(v_126)
+        v_128 = (row_sum_106 * v_127)
+        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+        v_130 = (v_128 + red_129)
+        v_132 = v_125.to(gl.bfloat16)
+        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_106 = v_130
+        row_max_108 = v_121
+        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+        pend_acc0 = v_134
+        for jj in range(1, n_offset_109):
+            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+            red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_120 = (red_119 * qk_scale)
+            v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
+            v_122 = (v_118 * qk_scale)
+            v_124 = (v_122 - (v_121[:, None]))
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_max_108 - v_121)
+            v_127 = gl.exp2(v_126)
+            v_128 = (row_sum_106 * v_127)
+            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+            v_130 = (v_128 + red_129)
+            v_132 = v_125.to(gl.bfloat16)
+            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_106 = v_130
+            row_max_108 = v_121
+            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+            pend_acc0 = v_134
+        prev = (c + n_offset_109 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_109 + 1
+    c += n_offset_109
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
+    v_138 = v_137.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_139 = gl.log2(row_sum_106)
+    v_140 = (row_max_108 + v_139)
+    v_141 = (v_140 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_c173f9ab71(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_c173f9ab71_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c173f9ab71_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_c173f9ab71.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d1c50e80ab_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 32 * num_pid_4
+        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 32
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
+        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d1c50e80ab_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 32 * num_pid_4
+        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 32
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        row_sum_33 = v_25
+        acc_34 = v_26
+        row_max_35 = v_24
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_37 > 0:
+            offset_37 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+            v_43 = end_42 > offset_13
+            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_44 = dot_41
+            if v_43:
+                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                scores_44 = v_48
+            red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
+            v_50 = (red_49 * qk_scale)
+            v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
+            v_52 = (scores_44 * qk_scale)
+            v_54 = (v_52 - (v_51[:, None]))
+            v_55 = gl.exp2(v_54)
+            v_56 = (row_max_35 - v_51)
+            v_57 = gl.exp2(v_56)
+            v_58 = (row_sum_33 * v_57)
+            red_59 = gl.sum(v_55, 1)
+            v_60 = (v_58 + red_59)
+            v_62 = v_55.to(gl.bfloat16)
+            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_33 = v_60
+            row_max_35 = v_51
+            pend_a0 = gl.convert_layout(v_62, p_layout)
+            pend_acc0 = v_64
+            for jj in range(1, n_offset_37):
+                offset_37 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+                v_43 = end_42 > offset_13
+                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_44 = dot_41
+                if v_43:
+                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                    scores_44 = v_48
+                red_49 = gl.reduce(scores_44, 1, _max_f4e3fa2f3b)
+                v_50 = (red_49 * qk_scale)
+                v_51 = gl.maximum(row_max_35, v_50, propagate_nan=tl.PropagateNan.ALL)
+                v_52 = (scores_44 * qk_scale)
+                v_54 = (v_52 - (v_51[:, None]))
+                v_55 = gl.exp2(v_54)
+                v_56 = (row_max_35 - v_51)
+                v_57 = gl.exp2(v_56)
+                v_58 = (row_sum_33 * v_57)
+                red_59 = gl.sum(v_55, 1)
+                v_60 = (v_58 + red_59)
+                v_62 = v_55.to(gl.bfloat16)
+                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_33 = v_60
+                row_max_35 = v_51
+                pend_a0 = gl.convert_layout(v_62, p_layout)
+                pend_acc0 = v_64
+            prev = (c + n_offset_37 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_37 + 1
+        c += n_offset_37
+        row_sum_66 = row_sum_33
+        acc_67 = acc_34
+        row_max_68 = row_max_35
+        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
+        if n_offset_69 > 0:
+            offset_69 = whole_end_36
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+            v_76 = end_75 > offset_13
+            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_77 = dot_74
+            if v_76:
+                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                scores_77 = v_81
+            red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_83 = (red_82 * qk_scale)
+            v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
+            v_85 = (scores_77 * qk_scale)
+            v_87 = (v_85 - (v_84[:, None]))
+            v_88 = gl.exp2(v_87)
+            v_89 = (row_max_68 - v_84)
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_sum_66 * v_90)
+            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+            v_93 = (v_91 + red_92)
+            v_95 = v_88.to(gl.bfloat16)
+            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_66 = v_93
+            row_max_68 = v_84
+            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+            pend_acc0 = v_97
+            for jj in range(1, n_offset_69):
+                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+                v_76 = end_75 > offset_13
+                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_77 = dot_74
+                if v_76:
+                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                    scores_77 = v_81
+                red_82 = gl.reduce(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_83 = (red_82 * qk_scale)
+                v_84 = gl.maximum(row_max_68, v_83, propagate_nan=tl.PropagateNan.ALL)
+                v_85 = (scores_77 * qk_scale)
+                v_87 = (v_85 - (v_84[:, None]))
+                v_88 = gl.exp2(v_87)
+                v_89 = (row_max_68 - v_84)
+                v_90 = gl.exp2(v_89)
+                v_91 = (row_sum_66 * v_90)
+                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+                v_93 = (v_91 + red_92)
+                v_95 = v_88.to(gl.bfloat16)
+                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_66 = v_93
+                row_max_68 = v_84
+                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+                pend_acc0 = v_97
+            prev = (c + n_offset_69 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_69 + 1
+        c += n_offset_69
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
+        v_101 = v_100.to(gl.bfloat16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_102 = gl.log2(row_sum_66)
+        v_103 = (row_max_68 + v_102)
+        v_104 = (v_103 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d1c50e80ab(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_d1c50e80ab_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d1c50e80ab_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d1c50e80ab_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d3f17cd4e6_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_21 = gl.minimum(offset_7, kv_len)
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_d3f17cd4e6_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_21 = gl.minimum(offset_7, kv_len)
+    row_sum_22 = v_19
+    acc_23 = v_20
+    row_max_24 = v_18
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_26 > 0:
+        offset_26 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
+        v_32 = (red_31 * qk_scale)
+        v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
         v_34 = (dot_30 * qk_scale)
         v_36 = (v_34 - (v_33[:, None]))
         v_37 = gl.exp2(v_36)
@@ -18324,9 +18624,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_31 = gl.max(dot_30, 1)
+            red_31 = gl.reduce(dot_30, 1, _max_f4e3fa2f3b)
             v_32 = (red_31 * qk_scale)
-            v_33 = gl.maximum(row_max_24, v_32)
+            v_33 = gl.maximum(row_max_24, v_32, propagate_nan=tl.PropagateNan.ALL)
             v_34 = (dot_30 * qk_scale)
             v_36 = (v_34 - (v_33[:, None]))
             v_37 = gl.exp2(v_36)
@@ -18369,9 +18669,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+        red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
         v_58 = (red_57 * qk_scale)
-        v_59 = gl.maximum(row_max_50, v_58)
+        v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
         v_60 = (dot_56 * qk_scale)
         v_62 = (v_60 - (v_59[:, None]))
         v_63 = gl.exp2(v_62)
@@ -18400,9 +18700,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+            red_57 = gl.reduce(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1, _max_f4e3fa2f3b)
             v_58 = (red_57 * qk_scale)
-            v_59 = gl.maximum(row_max_50, v_58)
+            v_59 = gl.maximum(row_max_50, v_58, propagate_nan=tl.PropagateNan.ALL)
             v_60 = (dot_56 * qk_scale)
             v_62 = (v_60 - (v_59[:, None]))
             v_63 = gl.exp2(v_62)
@@ -18449,9 +18749,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
         dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
         v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-        red_89 = gl.max(v_88, 1)
+        red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
         v_90 = (red_89 * qk_scale)
-        v_91 = gl.maximum(row_max_78, v_90)
+        v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
         v_92 = (v_88 * qk_scale)
         v_94 = (v_92 - (v_91[:, None]))
         v_95 = gl.exp2(v_94)
@@ -18481,9 +18781,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
-            red_89 = gl.max(v_88, 1)
+            red_89 = gl.reduce(v_88, 1, _max_f4e3fa2f3b)
             v_90 = (red_89 * qk_scale)
-            v_91 = gl.maximum(row_max_78, v_90)
+            v_91 = gl.maximum(row_max_78, v_90, propagate_nan=tl.PropagateNan.ALL)
             v_92 = (v_88 * qk_scale)
             v_94 = (v_92 - (v_91[:, None]))
             v_95 = gl.exp2(v_94)
@@ -18527,9 +18827,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
         dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
         v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+        red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
         v_120 = (red_119 * qk_scale)
-        v_121 = gl.maximum(row_max_108, v_120)
+        v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
         v_122 = (v_118 * qk_scale)
         v_124 = (v_122 - (v_121[:, None]))
         v_125 = gl.exp2(v_124)
@@ -18559,9 +18859,9 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
             dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
             v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
-            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+            red_119 = gl.reduce(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1, _max_f4e3fa2f3b)
             v_120 = (red_119 * qk_scale)
-            v_121 = gl.maximum(row_max_108, v_120)
+            v_121 = gl.maximum(row_max_108, v_120, propagate_nan=tl.PropagateNan.ALL)
             v_122 = (v_118 * qk_scale)
             v_124 = (v_122 - (v_121[:, None]))
             v_125 = gl.exp2(v_124)
@@ -18604,7 +18904,7 @@ def _attention_fwd_gluon_c6c883e55f_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_c6c883e55f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_d3f17cd4e6(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -18626,13 +18926,18 @@ def _attention_fwd_gluon_c6c883e55f(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_c6c883e55f_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_c6c883e55f_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_d3f17cd4e6_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_d3f17cd4e6_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_c6c883e55f.fn.hk_compile_options = {'maxnreg': 80}
+_attention_fwd_gluon_d3f17cd4e6.fn.hk_compile_options = {'maxnreg': 80}
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_dd6e7b5b10_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_e81fbc0ed4_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -18701,7 +19006,7 @@ def _attention_fwd_gluon_dd6e7b5b10_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_e81fbc0ed4_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -18762,9 +19067,9 @@ def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_44:
                 v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                 scores_45 = v_49
-            red_50 = gl.max(scores_45, 1)
+            red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
             v_51 = (red_50 * qk_scale)
-            v_52 = gl.maximum(row_max_36, v_51)
+            v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
             v_53 = (scores_45 * qk_scale)
             v_55 = (v_53 - (v_52[:, None]))
             v_56 = gl.exp2(v_55)
@@ -18799,9 +19104,9 @@ def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_44:
                     v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                     scores_45 = v_49
-                red_50 = gl.max(scores_45, 1)
+                red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
                 v_51 = (red_50 * qk_scale)
-                v_52 = gl.maximum(row_max_36, v_51)
+                v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
                 v_53 = (scores_45 * qk_scale)
                 v_55 = (v_53 - (v_52[:, None]))
                 v_56 = gl.exp2(v_55)
@@ -18850,9 +19155,9 @@ def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_77:
                 v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                 scores_78 = v_82
-            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
             v_84 = (red_83 * qk_scale)
-            v_85 = gl.maximum(row_max_69, v_84)
+            v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
             v_86 = (scores_78 * qk_scale)
             v_88 = (v_86 - (v_85[:, None]))
             v_89 = gl.exp2(v_88)
@@ -18887,9 +19192,9 @@ def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_77:
                     v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                     scores_78 = v_82
-                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_84 = (red_83 * qk_scale)
-                v_85 = gl.maximum(row_max_69, v_84)
+                v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
                 v_86 = (scores_78 * qk_scale)
                 v_88 = (v_86 - (v_85[:, None]))
                 v_89 = gl.exp2(v_88)
@@ -18936,7 +19241,7 @@ def _attention_fwd_gluon_dd6e7b5b10_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_dd6e7b5b10(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_e81fbc0ed4(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -18960,10 +19265,15 @@ def _attention_fwd_gluon_dd6e7b5b10(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_dd6e7b5b10_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_dd6e7b5b10_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_dd6e7b5b10_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_e81fbc0ed4_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e81fbc0ed4_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e81fbc0ed4_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_eab7402c21_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_e9259dee43_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -19012,7 +19322,7 @@ def _attention_fwd_gluon_eab7402c21_loader(q_len, q_heads, batch, group, q, q_st
 
 
 @gluon.jit
-def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_e9259dee43_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -19064,9 +19374,9 @@ def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, b
         if v_37:
             v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
             scores_38 = v_42
-        red_43 = gl.max(scores_38, 1)
+        red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
         v_44 = (red_43 * qk_scale)
-        v_45 = gl.maximum(row_max_29, v_44)
+        v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
         v_46 = (scores_38 * qk_scale)
         v_48 = (v_46 - (v_45[:, None]))
         v_49 = gl.exp2(v_48)
@@ -19101,9 +19411,9 @@ def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_37:
                 v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
                 scores_38 = v_42
-            red_43 = gl.max(scores_38, 1)
+            red_43 = gl.reduce(scores_38, 1, _max_f4e3fa2f3b)
             v_44 = (red_43 * qk_scale)
-            v_45 = gl.maximum(row_max_29, v_44)
+            v_45 = gl.maximum(row_max_29, v_44, propagate_nan=tl.PropagateNan.ALL)
             v_46 = (scores_38 * qk_scale)
             v_48 = (v_46 - (v_45[:, None]))
             v_49 = gl.exp2(v_48)
@@ -19152,9 +19462,9 @@ def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, b
         if v_70:
             v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
             scores_71 = v_75
-        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
         v_77 = (red_76 * qk_scale)
-        v_78 = gl.maximum(row_max_62, v_77)
+        v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
         v_79 = (scores_71 * qk_scale)
         v_81 = (v_79 - (v_78[:, None]))
         v_82 = gl.exp2(v_81)
@@ -19189,9 +19499,9 @@ def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_70:
                 v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
                 scores_71 = v_75
-            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            red_76 = gl.reduce(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1, _max_f4e3fa2f3b)
             v_77 = (red_76 * qk_scale)
-            v_78 = gl.maximum(row_max_62, v_77)
+            v_78 = gl.maximum(row_max_62, v_77, propagate_nan=tl.PropagateNan.ALL)
             v_79 = (scores_71 * qk_scale)
             v_81 = (v_79 - (v_78[:, None]))
             v_82 = gl.exp2(v_81)
@@ -19234,7 +19544,7 @@ def _attention_fwd_gluon_eab7402c21_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_eab7402c21(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_e9259dee43(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -19256,10 +19566,299 @@ def _attention_fwd_gluon_eab7402c21(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_eab7402c21_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_eab7402c21_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_eab7402c21_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_eab7402c21_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_e9259dee43_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @gluon.jit
-def _attention_fwd_gluon_f8ee5a03db_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_f6ec8828ea_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
+        offset_9 = 0 + pid_4 * 1
+        offset_12 = 0 + pid_5 * 1
+        v_15 = offset_9 // group
+        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_12, offset_9, offset_6 + g * ROWS, 0], resident_bar.index(rslot), load_16_smem.index(rslot * GROUPS + g))
+        for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_49 in range(whole_end_23, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_12, v_15, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_12, v_15, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_f6ec8828ea_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = virtual_pid_2 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_4 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_5 = virtual_pid_2 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_6 = 0 + pid_3 * _BLOCK_SIZE_0
+        offset_9 = 0 + pid_4 * 1
+        offset_12 = 0 + pid_5 * 1
+        v_15 = offset_9 // group
+        v_17 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_19 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_20 = v_18
+        acc_21 = v_19
+        row_max_22 = v_17
+        whole_end_23 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_24 > 0:
+            offset_24 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+            v_30 = (red_29 * qk_scale)
+            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+            v_32 = (dot_28 * qk_scale)
+            v_34 = (v_32 - (v_31[:, None]))
+            v_35 = gl.exp2(v_34)
+            v_36 = (row_max_22 - v_31)
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_sum_20 * v_37)
+            red_39 = gl.sum(v_35, 1)
+            v_40 = (v_38 + red_39)
+            v_42 = v_35.to(gl.float16)
+            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_20 = v_40
+            row_max_22 = v_31
+            pend_a0 = gl.convert_layout(v_42, p_layout)
+            pend_acc0 = v_44
+            for jj in range(1, n_offset_24):
+                offset_24 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
+                v_30 = (red_29 * qk_scale)
+                v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+                v_32 = (dot_28 * qk_scale)
+                v_34 = (v_32 - (v_31[:, None]))
+                v_35 = gl.exp2(v_34)
+                v_36 = (row_max_22 - v_31)
+                v_37 = gl.exp2(v_36)
+                v_38 = (row_sum_20 * v_37)
+                red_39 = gl.sum(v_35, 1)
+                v_40 = (v_38 + red_39)
+                v_42 = v_35.to(gl.float16)
+                acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_20 = v_40
+                row_max_22 = v_31
+                pend_a0 = gl.convert_layout(v_42, p_layout)
+                pend_acc0 = v_44
+            prev = (c + n_offset_24 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_24 + 1
+        c += n_offset_24
+        row_sum_46 = row_sum_20
+        acc_47 = acc_21
+        row_max_48 = row_max_22
+        n_offset_49 = gl.cdiv(gl.maximum((kv_len) - (whole_end_23), 0), _BLOCK_SIZE_1)
+        if n_offset_49 > 0:
+            offset_49 = whole_end_23
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+            v_56 = (red_55 * qk_scale)
+            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+            v_58 = (dot_54 * qk_scale)
+            v_60 = (v_58 - (v_57[:, None]))
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_max_48 - v_57)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_46 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            v_68 = v_61.to(gl.float16)
+            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_46 = v_66
+            row_max_48 = v_57
+            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
+            pend_acc0 = v_70
+            for jj in range(1, n_offset_49):
+                offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_16_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
+                v_56 = (red_55 * qk_scale)
+                v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
+                v_58 = (dot_54 * qk_scale)
+                v_60 = (v_58 - (v_57[:, None]))
+                v_61 = gl.exp2(v_60)
+                v_62 = (row_max_48 - v_57)
+                v_63 = gl.exp2(v_62)
+                v_64 = (row_sum_46 * v_63)
+                red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_61, 0), 1)
+                v_66 = (v_64 + red_65)
+                v_68 = v_61.to(gl.float16)
+                acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_46 = v_66
+                row_max_48 = v_57
+                pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_68, 0), p_layout)
+                pend_acc0 = v_70
+            prev = (c + n_offset_49 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_49 + 1
+        c += n_offset_49
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_73 = (acc_47 / (gl.convert_layout(row_sum_46, gl.SliceLayout(1, o_layout))[:, None]))
+        v_74 = v_73.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_74)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_12, offset_9, offset_6 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_75 = gl.log2(row_sum_46)
+        v_76 = (row_max_48 + v_75)
+        v_77 = (v_76 * 0.6931471805599453)
+        gl.store((lse + (((offset_12 * lse_stride_0) + (offset_9 * lse_stride_1)) + (((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_77, mask=((((offset_6 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_f6ec8828ea(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_16_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_f6ec8828ea_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f6ec8828ea_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f6ec8828ea_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@gluon.jit
+def _attention_fwd_gluon_f7d9602d55_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -19328,7 +19927,7 @@ def _attention_fwd_gluon_f8ee5a03db_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_f7d9602d55_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -19389,9 +19988,9 @@ def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_44:
                 v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                 scores_45 = v_49
-            red_50 = gl.max(scores_45, 1)
+            red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
             v_51 = (red_50 * qk_scale)
-            v_52 = gl.maximum(row_max_36, v_51)
+            v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
             v_53 = (scores_45 * qk_scale)
             v_55 = (v_53 - (v_52[:, None]))
             v_56 = gl.exp2(v_55)
@@ -19426,9 +20025,9 @@ def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_44:
                     v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
                     scores_45 = v_49
-                red_50 = gl.max(scores_45, 1)
+                red_50 = gl.reduce(scores_45, 1, _max_f4e3fa2f3b)
                 v_51 = (red_50 * qk_scale)
-                v_52 = gl.maximum(row_max_36, v_51)
+                v_52 = gl.maximum(row_max_36, v_51, propagate_nan=tl.PropagateNan.ALL)
                 v_53 = (scores_45 * qk_scale)
                 v_55 = (v_53 - (v_52[:, None]))
                 v_56 = gl.exp2(v_55)
@@ -19477,9 +20076,9 @@ def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, b
             if v_77:
                 v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                 scores_78 = v_82
-            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
             v_84 = (red_83 * qk_scale)
-            v_85 = gl.maximum(row_max_69, v_84)
+            v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
             v_86 = (scores_78 * qk_scale)
             v_88 = (v_86 - (v_85[:, None]))
             v_89 = gl.exp2(v_88)
@@ -19514,9 +20113,9 @@ def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, b
                 if v_77:
                     v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
                     scores_78 = v_82
-                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                red_83 = gl.reduce(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1, _max_f4e3fa2f3b)
                 v_84 = (red_83 * qk_scale)
-                v_85 = gl.maximum(row_max_69, v_84)
+                v_85 = gl.maximum(row_max_69, v_84, propagate_nan=tl.PropagateNan.ALL)
                 v_86 = (scores_78 * qk_scale)
                 v_88 = (v_86 - (v_85[:, None]))
                 v_89 = gl.exp2(v_88)
@@ -19563,7 +20162,7 @@ def _attention_fwd_gluon_f8ee5a03db_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_f8ee5a03db(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_f7d9602d55(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -19587,489 +20186,15 @@ def _attention_fwd_gluon_f8ee5a03db(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_f8ee5a03db_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f8ee5a03db_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f8ee5a03db_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_f7d9602d55_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f7d9602d55_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f7d9602d55_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@gluon.jit
-def _attention_fwd_gluon_fab4acd5de_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_28 = gl.minimum(offset_14, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_58 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_58, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_58, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_82 = gl.minimum(end_81, kv_len)
-        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        for offset_87 in range(v_28, whole_end_86, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_87, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_87, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_116 in range(whole_end_86, v_82, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_116, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_116, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
 
-
-@gluon.jit
-def _attention_fwd_gluon_fab4acd5de_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        v_28 = gl.minimum(offset_14, kv_len)
-        row_sum_29 = v_26
-        acc_30 = v_27
-        row_max_31 = v_25
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_38 = gl.max(dot_37, 1)
-            v_39 = (red_38 * qk_scale)
-            v_40 = gl.maximum(row_max_31, v_39)
-            v_41 = (dot_37 * qk_scale)
-            v_43 = (v_41 - (v_40[:, None]))
-            v_44 = gl.exp2(v_43)
-            v_45 = (row_max_31 - v_40)
-            v_46 = gl.exp2(v_45)
-            v_47 = (row_sum_29 * v_46)
-            red_48 = gl.sum(v_44, 1)
-            v_49 = (v_47 + red_48)
-            v_51 = v_44.to(gl.float16)
-            v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_49
-            row_max_31 = v_40
-            pend_a0 = gl.convert_layout(v_51, p_layout)
-            pend_acc0 = v_53
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_38 = gl.max(dot_37, 1)
-                v_39 = (red_38 * qk_scale)
-                v_40 = gl.maximum(row_max_31, v_39)
-                v_41 = (dot_37 * qk_scale)
-                v_43 = (v_41 - (v_40[:, None]))
-                v_44 = gl.exp2(v_43)
-                v_45 = (row_max_31 - v_40)
-                v_46 = gl.exp2(v_45)
-                v_47 = (row_sum_29 * v_46)
-                red_48 = gl.sum(v_44, 1)
-                v_49 = (v_47 + red_48)
-                v_51 = v_44.to(gl.float16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_49
-                row_max_31 = v_40
-                pend_a0 = gl.convert_layout(v_51, p_layout)
-                pend_acc0 = v_53
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_55 = row_sum_29
-        acc_56 = acc_30
-        row_max_57 = row_max_31
-        n_offset_58 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_58 > 0:
-            offset_58 = whole_end_32
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_63 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
-            v_65 = (red_64 * qk_scale)
-            v_66 = gl.maximum(row_max_57, v_65)
-            v_67 = (dot_63 * qk_scale)
-            v_69 = (v_67 - (v_66[:, None]))
-            v_70 = gl.exp2(v_69)
-            v_71 = (row_max_57 - v_66)
-            v_72 = gl.exp2(v_71)
-            v_73 = (row_sum_55 * v_72)
-            red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
-            v_75 = (v_73 + red_74)
-            v_77 = v_70.to(gl.float16)
-            v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_55 = v_75
-            row_max_57 = v_66
-            pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
-            pend_acc0 = v_79
-            for jj in range(1, n_offset_58):
-                offset_58 = whole_end_32 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_63 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
-                v_65 = (red_64 * qk_scale)
-                v_66 = gl.maximum(row_max_57, v_65)
-                v_67 = (dot_63 * qk_scale)
-                v_69 = (v_67 - (v_66[:, None]))
-                v_70 = gl.exp2(v_69)
-                v_71 = (row_max_57 - v_66)
-                v_72 = gl.exp2(v_71)
-                v_73 = (row_sum_55 * v_72)
-                red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
-                v_75 = (v_73 + red_74)
-                v_77 = v_70.to(gl.float16)
-                acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_55 = v_75
-                row_max_57 = v_66
-                pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
-                pend_acc0 = v_79
-            prev = (c + n_offset_58 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_58 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_58) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_58 + 1
-        c += n_offset_58
-        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_82 = gl.minimum(end_81, kv_len)
-        row_sum_83 = row_sum_55
-        acc_84 = acc_56
-        row_max_85 = row_max_57
-        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_87 = gl.cdiv(gl.maximum((whole_end_86) - (v_28), 0), _BLOCK_SIZE_1)
-        if n_offset_87 > 0:
-            offset_87 = v_28
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_91 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
-            red_96 = gl.max(v_95, 1)
-            v_97 = (red_96 * qk_scale)
-            v_98 = gl.maximum(row_max_85, v_97)
-            v_99 = (v_95 * qk_scale)
-            v_101 = (v_99 - (v_98[:, None]))
-            v_102 = gl.exp2(v_101)
-            v_103 = (row_max_85 - v_98)
-            v_104 = gl.exp2(v_103)
-            v_105 = (row_sum_83 * v_104)
-            red_106 = gl.sum(v_102, 1)
-            v_107 = (v_105 + red_106)
-            v_109 = v_102.to(gl.float16)
-            v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_83 = v_107
-            row_max_85 = v_98
-            pend_a0 = gl.convert_layout(v_109, p_layout)
-            pend_acc0 = v_111
-            for jj in range(1, n_offset_87):
-                offset_87 = v_28 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_91 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
-                red_96 = gl.max(v_95, 1)
-                v_97 = (red_96 * qk_scale)
-                v_98 = gl.maximum(row_max_85, v_97)
-                v_99 = (v_95 * qk_scale)
-                v_101 = (v_99 - (v_98[:, None]))
-                v_102 = gl.exp2(v_101)
-                v_103 = (row_max_85 - v_98)
-                v_104 = gl.exp2(v_103)
-                v_105 = (row_sum_83 * v_104)
-                red_106 = gl.sum(v_102, 1)
-                v_107 = (v_105 + red_106)
-                v_109 = v_102.to(gl.float16)
-                acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_83 = v_107
-                row_max_85 = v_98
-                pend_a0 = gl.convert_layout(v_109, p_layout)
-                pend_acc0 = v_111
-            prev = (c + n_offset_87 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_87 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_87) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_87 + 1
-        c += n_offset_87
-        row_sum_113 = row_sum_83
-        acc_114 = acc_84
-        row_max_115 = row_max_85
-        n_offset_116 = gl.cdiv(gl.maximum((v_82) - (whole_end_86), 0), _BLOCK_SIZE_1)
-        if n_offset_116 > 0:
-            offset_116 = whole_end_86
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_121 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
-            red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
-            v_127 = (red_126 * qk_scale)
-            v_128 = gl.maximum(row_max_115, v_127)
-            v_129 = (v_125 * qk_scale)
-            v_131 = (v_129 - (v_128[:, None]))
-            v_132 = gl.exp2(v_131)
-            v_133 = (row_max_115 - v_128)
-            v_134 = gl.exp2(v_133)
-            v_135 = (row_sum_113 * v_134)
-            red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
-            v_137 = (v_135 + red_136)
-            v_139 = v_132.to(gl.float16)
-            v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_113 = v_137
-            row_max_115 = v_128
-            pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
-            pend_acc0 = v_141
-            for jj in range(1, n_offset_116):
-                offset_116 = whole_end_86 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_121 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
-                red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
-                v_127 = (red_126 * qk_scale)
-                v_128 = gl.maximum(row_max_115, v_127)
-                v_129 = (v_125 * qk_scale)
-                v_131 = (v_129 - (v_128[:, None]))
-                v_132 = gl.exp2(v_131)
-                v_133 = (row_max_115 - v_128)
-                v_134 = gl.exp2(v_133)
-                v_135 = (row_sum_113 * v_134)
-                red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
-                v_137 = (v_135 + red_136)
-                v_139 = v_132.to(gl.float16)
-                acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_113 = v_137
-                row_max_115 = v_128
-                pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
-                pend_acc0 = v_141
-            prev = (c + n_offset_116 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_116 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_116) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_116 + 1
-        c += n_offset_116
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_144 = (acc_114 / (gl.convert_layout(row_sum_113, gl.SliceLayout(1, o_layout))[:, None]))
-        v_145 = v_144.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_145)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_146 = gl.log2(row_sum_113)
-        v_147 = (row_max_115 + v_146)
-        v_148 = (v_147 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_148, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_fab4acd5de(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_fab4acd5de_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_fab4acd5de_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_fab4acd5de_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_1ee2d9533c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_5eb87d477e(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -20098,7 +20223,7 @@ def _attention_fwd_kernel_1ee2d9533c(q_len, q_heads, batch, group, q, q_stride_0
         load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
-        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
+        red_28 = (tl.reduce(tl.where(mask_24[None, :], dot_27, float("-inf")), 1, _max_f4e3fa2f3b))
         v_29 = (red_28 * qk_scale)
         v_30 = tl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
         v_31 = (dot_27 * qk_scale)
@@ -20112,23 +20237,26 @@ def _attention_fwd_kernel_1ee2d9533c(q_len, q_heads, batch, group, q, q_stride_0
         v_39 = (v_37 + red_38)
         row_sum_19 = v_39
         load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_41 = v_34.to(tl.float16)
-        v_42 = v_36[:, None]
-        v_43 = (acc_20 * v_42)
-        dot_44 = tl.dot(tl.where(mask_24[None, :], v_41, 0), load_40, acc=v_43)
-        acc_20 = dot_44
+        v_41 = v_36[:, None]
+        v_42 = (acc_20 * v_41)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_34, 0), load_40, acc=v_42)
+        acc_20 = dot_43
         row_max_21 = v_30
-    v_45 = row_sum_19[:, None]
-    v_46 = (acc_20 / v_45)
-    v_47 = v_46.to(tl.float16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_47, mask=(mask_7[:, None]))
-    v_48 = tl.log2(row_sum_19)
-    v_49 = (row_max_21 + v_48)
-    v_50 = (v_49 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_50, mask=(mask_7))
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_45, mask=(mask_7[:, None]))
+    v_46 = tl.log2(row_sum_19)
+    v_47 = (row_max_21 + v_46)
+    v_48 = (v_47 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_48, mask=(mask_7))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_4da1e50169(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_648a27854f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -20158,102 +20286,7 @@ def _attention_fwd_kernel_4da1e50169(q_len, q_heads, batch, group, q, q_stride_0
         load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
-        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
-        v_30 = (red_29 * qk_scale)
-        v_31 = tl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
-        v_32 = (dot_28 * qk_scale)
-        v_33 = v_31[:, None]
-        v_34 = (v_32 - v_33)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_max_22 - v_31)
-        v_37 = tl.exp2(v_36)
-        v_38 = (row_sum_20 * v_37)
-        red_39 = (tl.sum(tl.where(mask_25[None, :], v_35, 0), 1))
-        v_40 = (v_38 + red_39)
-        row_sum_20 = v_40
-        load_41 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
-        v_42 = v_35.to(tl.bfloat16)
-        v_43 = v_37[:, None]
-        v_44 = (acc_21 * v_43)
-        dot_45 = tl.dot(tl.where(mask_25[None, :], v_42, 0), load_41, acc=v_44)
-        acc_21 = dot_45
-        row_max_22 = v_31
-    end_46 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_47 = tl.minimum(end_46, kv_len)
-    row_sum_48 = row_sum_20
-    acc_49 = acc_21
-    row_max_50 = row_max_22
-    for offset_51 in tl.range(v_19, v_47, _BLOCK_SIZE_1):
-        indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_53 = indices_52 < v_47
-        load_54 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_52[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_53[:, None]), other=0)
-        v_55 = tl.permute(load_54, (1, 0))
-        dot_56 = tl.dot(load_15, v_55)
-        v_57 = indices_52[None, :]
-        v_58 = indices_6[:, None]
-        v_59 = (v_57 <= v_58)
-        v_60 = tl.where(v_59, dot_56, float("-inf"))
-        red_61 = (tl.max(tl.where(mask_53[None, :], v_60, float("-inf")), 1))
-        v_62 = (red_61 * qk_scale)
-        v_63 = tl.maximum(row_max_50, v_62, propagate_nan=tl.PropagateNan.ALL)
-        v_64 = (v_60 * qk_scale)
-        v_65 = v_63[:, None]
-        v_66 = (v_64 - v_65)
-        v_67 = tl.exp2(v_66)
-        v_68 = (row_max_50 - v_63)
-        v_69 = tl.exp2(v_68)
-        v_70 = (row_sum_48 * v_69)
-        red_71 = (tl.sum(tl.where(mask_53[None, :], v_67, 0), 1))
-        v_72 = (v_70 + red_71)
-        row_sum_48 = v_72
-        load_73 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_52[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_53[:, None]), other=0)
-        v_74 = v_67.to(tl.bfloat16)
-        v_75 = v_69[:, None]
-        v_76 = (acc_49 * v_75)
-        dot_77 = tl.dot(tl.where(mask_53[None, :], v_74, 0), load_73, acc=v_76)
-        acc_49 = dot_77
-        row_max_50 = v_63
-    v_78 = row_sum_48[:, None]
-    v_79 = (acc_49 / v_78)
-    v_80 = v_79.to(tl.bfloat16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_80, mask=(mask_7[:, None]))
-    v_81 = tl.log2(row_sum_48)
-    v_82 = (row_max_50 + v_81)
-    v_83 = (v_82 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
-
-@_jit_on_first_launch
-def _attention_fwd_kernel_6fe0ab54a0(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
-        v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, v_27)
-        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
+        red_29 = (tl.reduce(tl.where(mask_25[None, :], dot_28, float("-inf")), 1, _max_f4e3fa2f3b))
         v_30 = (red_29 * qk_scale)
         v_31 = tl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
         v_32 = (dot_28 * qk_scale)
@@ -20287,7 +20320,7 @@ def _attention_fwd_kernel_6fe0ab54a0(q_len, q_heads, batch, group, q, q_stride_0
         v_57 = indices_6[:, None]
         v_58 = (v_56 <= v_57)
         v_59 = tl.where(v_58, dot_55, float("-inf"))
-        red_60 = (tl.max(tl.where(mask_52[None, :], v_59, float("-inf")), 1))
+        red_60 = (tl.reduce(tl.where(mask_52[None, :], v_59, float("-inf")), 1, _max_f4e3fa2f3b))
         v_61 = (red_60 * qk_scale)
         v_62 = tl.maximum(row_max_49, v_61, propagate_nan=tl.PropagateNan.ALL)
         v_63 = (v_59 * qk_scale)
@@ -20314,8 +20347,13 @@ def _attention_fwd_kernel_6fe0ab54a0(q_len, q_heads, batch, group, q, q_stride_0
     v_80 = (v_79 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_80, mask=(mask_7))
 
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
 @_jit_on_first_launch
-def _attention_fwd_kernel_8fe764d914(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_77f7131dc1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -20345,7 +20383,7 @@ def _attention_fwd_kernel_8fe764d914(q_len, q_heads, batch, group, q, q_stride_0
         load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
-        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
+        red_29 = (tl.reduce(tl.where(mask_25[None, :], dot_28, float("-inf")), 1, _max_f4e3fa2f3b))
         v_30 = (red_29 * qk_scale)
         v_31 = tl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
         v_32 = (dot_28 * qk_scale)
@@ -20380,7 +20418,7 @@ def _attention_fwd_kernel_8fe764d914(q_len, q_heads, batch, group, q, q_stride_0
         v_58 = indices_6[:, None]
         v_59 = (v_57 <= v_58)
         v_60 = tl.where(v_59, dot_56, float("-inf"))
-        red_61 = (tl.max(tl.where(mask_53[None, :], v_60, float("-inf")), 1))
+        red_61 = (tl.reduce(tl.where(mask_53[None, :], v_60, float("-inf")), 1, _max_f4e3fa2f3b))
         v_62 = (red_61 * qk_scale)
         v_63 = tl.maximum(row_max_50, v_62, propagate_nan=tl.PropagateNan.ALL)
         v_64 = (v_60 * qk_scale)
@@ -20409,65 +20447,13 @@ def _attention_fwd_kernel_8fe764d914(q_len, q_heads, batch, group, q, q_stride_0
     v_83 = (v_82 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
 
-@_jit_on_first_launch
-def _attention_fwd_kernel_a9fa419676(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
-        v_29 = (red_28 * qk_scale)
-        v_30 = tl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
-        v_31 = (dot_27 * qk_scale)
-        v_32 = v_30[:, None]
-        v_33 = (v_31 - v_32)
-        v_34 = tl.exp2(v_33)
-        v_35 = (row_max_21 - v_30)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_sum_19 * v_36)
-        red_38 = (tl.sum(tl.where(mask_24[None, :], v_34, 0), 1))
-        v_39 = (v_37 + red_38)
-        row_sum_19 = v_39
-        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_41 = v_36[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_34, 0), load_40, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    v_44 = row_sum_19[:, None]
-    v_45 = (acc_20 / v_44)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_45, mask=(mask_7[:, None]))
-    v_46 = tl.log2(row_sum_19)
-    v_47 = (row_max_21 + v_46)
-    v_48 = (v_47 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_48, mask=(mask_7))
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_d002557025(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_9147fe2a87(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -20496,7 +20482,7 @@ def _attention_fwd_kernel_d002557025(q_len, q_heads, batch, group, q, q_stride_0
         load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
-        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
+        red_28 = (tl.reduce(tl.where(mask_24[None, :], dot_27, float("-inf")), 1, _max_f4e3fa2f3b))
         v_29 = (red_28 * qk_scale)
         v_30 = tl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
         v_31 = (dot_27 * qk_scale)
@@ -20519,6 +20505,170 @@ def _attention_fwd_kernel_d002557025(q_len, q_heads, batch, group, q, q_stride_0
     v_45 = row_sum_19[:, None]
     v_46 = (acc_20 / v_45)
     v_47 = v_46.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_47, mask=(mask_7[:, None]))
+    v_48 = tl.log2(row_sum_19)
+    v_49 = (row_max_21 + v_48)
+    v_50 = (v_49 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_50, mask=(mask_7))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_a7747fcbed(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_25 = indices_24 < v_19
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        v_27 = tl.permute(load_26, (1, 0))
+        dot_28 = tl.dot(load_15, v_27)
+        red_29 = (tl.reduce(tl.where(mask_25[None, :], dot_28, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_30 = (red_29 * qk_scale)
+        v_31 = tl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
+        v_32 = (dot_28 * qk_scale)
+        v_33 = v_31[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = tl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = (tl.sum(tl.where(mask_25[None, :], v_35, 0), 1))
+        v_40 = (v_38 + red_39)
+        row_sum_20 = v_40
+        load_41 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        v_42 = v_35.to(tl.bfloat16)
+        v_43 = v_37[:, None]
+        v_44 = (acc_21 * v_43)
+        dot_45 = tl.dot(tl.where(mask_25[None, :], v_42, 0), load_41, acc=v_44)
+        acc_21 = dot_45
+        row_max_22 = v_31
+    end_46 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_47 = tl.minimum(end_46, kv_len)
+    row_sum_48 = row_sum_20
+    acc_49 = acc_21
+    row_max_50 = row_max_22
+    for offset_51 in tl.range(v_19, v_47, _BLOCK_SIZE_1):
+        indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_53 = indices_52 < v_47
+        load_54 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_52[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_53[:, None]), other=0)
+        v_55 = tl.permute(load_54, (1, 0))
+        dot_56 = tl.dot(load_15, v_55)
+        v_57 = indices_52[None, :]
+        v_58 = indices_6[:, None]
+        v_59 = (v_57 <= v_58)
+        v_60 = tl.where(v_59, dot_56, float("-inf"))
+        red_61 = (tl.reduce(tl.where(mask_53[None, :], v_60, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_62 = (red_61 * qk_scale)
+        v_63 = tl.maximum(row_max_50, v_62, propagate_nan=tl.PropagateNan.ALL)
+        v_64 = (v_60 * qk_scale)
+        v_65 = v_63[:, None]
+        v_66 = (v_64 - v_65)
+        v_67 = tl.exp2(v_66)
+        v_68 = (row_max_50 - v_63)
+        v_69 = tl.exp2(v_68)
+        v_70 = (row_sum_48 * v_69)
+        red_71 = (tl.sum(tl.where(mask_53[None, :], v_67, 0), 1))
+        v_72 = (v_70 + red_71)
+        row_sum_48 = v_72
+        load_73 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_52[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_53[:, None]), other=0)
+        v_74 = v_67.to(tl.bfloat16)
+        v_75 = v_69[:, None]
+        v_76 = (acc_49 * v_75)
+        dot_77 = tl.dot(tl.where(mask_53[None, :], v_74, 0), load_73, acc=v_76)
+        acc_49 = dot_77
+        row_max_50 = v_63
+    v_78 = row_sum_48[:, None]
+    v_79 = (acc_49 / v_78)
+    v_80 = v_79.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_80, mask=(mask_7[:, None]))
+    v_81 = tl.log2(row_sum_48)
+    v_82 = (row_max_50 + v_81)
+    v_83 = (v_82 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_b00743bda0(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        red_28 = (tl.reduce(tl.where(mask_24[None, :], dot_27, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29, propagate_nan=tl.PropagateNan.ALL)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
+        v_34 = tl.exp2(v_33)
+        v_35 = (row_max_21 - v_30)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(tl.where(mask_24[None, :], v_34, 0), 1))
+        v_39 = (v_37 + red_38)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_41 = v_34.to(tl.float16)
+        v_42 = v_36[:, None]
+        v_43 = (acc_20 * v_42)
+        dot_44 = tl.dot(tl.where(mask_24[None, :], v_41, 0), load_40, acc=v_43)
+        acc_20 = dot_44
+        row_max_21 = v_30
+    v_45 = row_sum_19[:, None]
+    v_46 = (acc_20 / v_45)
+    v_47 = v_46.to(tl.float16)
     tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_47, mask=(mask_7[:, None]))
     v_48 = tl.log2(row_sum_19)
     v_49 = (row_max_21 + v_48)
@@ -22662,7 +22812,7 @@ def attention_fwd__04e5689e84eb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_f8ee5a03db, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_f7d9602d55, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -22694,7 +22844,7 @@ def attention_fwd__06fac0da7af6(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_5c81cda752, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_6c3a55e043, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -22717,7 +22867,7 @@ def attention_fwd__10069470b001(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_4da1e50169, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_a7747fcbed, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -22738,7 +22888,7 @@ def attention_fwd__13e800005349(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_1ee2d9533c, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_b00743bda0, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -22759,7 +22909,7 @@ def attention_fwd__1595807cd9f8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a9fa419676, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5eb87d477e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -22780,7 +22930,7 @@ def attention_fwd__217ecb62cf28(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a9fa419676, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_5eb87d477e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -22801,7 +22951,7 @@ def attention_fwd__22180881b5a7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a9fa419676, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5eb87d477e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -22831,7 +22981,7 @@ def attention_fwd__26f72b2926c2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_3b04ea536d, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_62db1b3529, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -22854,7 +23004,7 @@ def attention_fwd__28cd41b8f036(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d002557025, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_9147fe2a87, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -22884,7 +23034,7 @@ def attention_fwd__2a769caa64e5(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_10a44dad46, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_4bdd3f11f0, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -22907,7 +23057,7 @@ def attention_fwd__2f2e98897b04(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_4da1e50169, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a7747fcbed, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -22928,7 +23078,7 @@ def attention_fwd__33c437170604(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a9fa419676, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5eb87d477e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -22949,7 +23099,7 @@ def attention_fwd__3783b8388f42(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_1ee2d9533c, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_b00743bda0, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -22970,7 +23120,7 @@ def attention_fwd__3ecff1c786c9(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d002557025, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_9147fe2a87, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -22991,7 +23141,7 @@ def attention_fwd__403873c87207(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_4da1e50169, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a7747fcbed, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -23012,7 +23162,7 @@ def attention_fwd__43f4e9617d72(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_4da1e50169, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a7747fcbed, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -23033,7 +23183,7 @@ def attention_fwd__47ee0170ca2b(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_6fe0ab54a0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_648a27854f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -23054,7 +23204,7 @@ def attention_fwd__49a88edb71bb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_6fe0ab54a0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_648a27854f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -23084,7 +23234,7 @@ def attention_fwd__4e8f07c9b631(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_122d572369, (min(_num_sms(_device), _cdiv(q_len, 192) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    _launch(_attention_fwd_gluon_94191ee0dc, (min(_num_sms(_device), _cdiv(q_len, 192) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23115,7 +23265,7 @@ def attention_fwd__5c671a9e6752(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_6155d65c61, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_3f6cb62e85, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23147,7 +23297,7 @@ def attention_fwd__5d110c53be67(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_9c8b852005, (min(_num_sms(_device), _cdiv(q_len, 192) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    _launch(_attention_fwd_gluon_861ecba8b9, (min(_num_sms(_device), _cdiv(q_len, 192) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23178,7 +23328,7 @@ def attention_fwd__5f01d5b80444(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_315441ee65, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_74d290e533, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23201,7 +23351,7 @@ def attention_fwd__60c979055764(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_1ee2d9533c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_b00743bda0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -23222,7 +23372,7 @@ def attention_fwd__61c6b8a4725e(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d002557025, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_9147fe2a87, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -23243,7 +23393,7 @@ def attention_fwd__6d8ea426a44c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a9fa419676, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5eb87d477e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -23264,7 +23414,7 @@ def attention_fwd__706a62809efe(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8fe764d914, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_77f7131dc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -23293,7 +23443,7 @@ def attention_fwd__8cb0640e0a49(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_339f69b460, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_09f3976647, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23316,7 +23466,7 @@ def attention_fwd__92e7a8bb152f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_1ee2d9533c, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_b00743bda0, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -23346,7 +23496,7 @@ def attention_fwd__9504524d543c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_eab7402c21, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    _launch(_attention_fwd_gluon_e9259dee43, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23378,7 +23528,7 @@ def attention_fwd__9669dfd5b9f7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_11ff65b562, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_d1c50e80ab, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23410,7 +23560,7 @@ def attention_fwd__9bce1dad31f3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_7056d8345f, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 64, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_147bd71c30, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 64, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23443,7 +23593,7 @@ def attention_fwd__a658c92e0606(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_c1cd1d2869, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_81ba9433ac, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23466,7 +23616,7 @@ def attention_fwd__ae88b669257e(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8fe764d914, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_77f7131dc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -23495,7 +23645,7 @@ def attention_fwd__b0abfa8a782c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_c6c883e55f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_d3f17cd4e6, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23518,7 +23668,7 @@ def attention_fwd__b81ce57622eb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_1ee2d9533c, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_b00743bda0, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -23549,7 +23699,7 @@ def attention_fwd__beb04f4553e2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_b76fd316e8, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_219b81dc72, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23581,7 +23731,7 @@ def attention_fwd__bfbb1a8fed03(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_c157450a06, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 64, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_f6ec8828ea, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 64, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23604,7 +23754,7 @@ def attention_fwd__c75a6f1292b5(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8fe764d914, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_77f7131dc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -23635,7 +23785,7 @@ def attention_fwd__c96ced7cea61(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_91e21ce808, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_89e3e42081, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23658,7 +23808,7 @@ def attention_fwd__ca41920667f2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d002557025, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_9147fe2a87, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -23679,7 +23829,7 @@ def attention_fwd__cbcf0b624259(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_4da1e50169, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a7747fcbed, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -23700,7 +23850,7 @@ def attention_fwd__ce7a9aa55521(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_6fe0ab54a0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_648a27854f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -23721,7 +23871,7 @@ def attention_fwd__da5c34991e7c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d002557025, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_9147fe2a87, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -23742,7 +23892,7 @@ def attention_fwd__db6925fbd5af(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8fe764d914, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_77f7131dc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -23772,7 +23922,7 @@ def attention_fwd__dd9aab3eb12a(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_19ce221e39, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    _launch(_attention_fwd_gluon_504ad96ad1, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23803,7 +23953,7 @@ def attention_fwd__e1eba7e1254f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_0516dacdf4, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_ac716761c2, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23837,7 +23987,7 @@ def attention_fwd__e3f8df760f71(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_dd6e7b5b10, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_e81fbc0ed4, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23868,7 +24018,7 @@ def attention_fwd__e4f71b802ba3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_b54e729042, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_705f12cb06, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23900,7 +24050,7 @@ def attention_fwd__e72fe7a332a9(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_5c81cda752, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_6c3a55e043, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23932,7 +24082,7 @@ def attention_fwd__e8138b6e7397(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_fab4acd5de, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_3f9e102ec1, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23955,7 +24105,7 @@ def attention_fwd__eab550858d01(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8fe764d914, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_77f7131dc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -23984,7 +24134,7 @@ def attention_fwd__ef5da97e2e53(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_6214b25a2c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_c173f9ab71, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -24007,7 +24157,7 @@ def attention_fwd__f91c166c635e(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_6fe0ab54a0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_648a27854f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -24028,7 +24178,7 @@ def attention_fwd__fa1194d13596(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_6fe0ab54a0, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_648a27854f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -24059,7 +24209,7 @@ def attention_fwd__ffd8e722523c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_c4a1d0b516, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_16789ebbfe, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)

@@ -2330,182 +2330,13 @@ def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, o
     v_13 = v_12.to(tl.bfloat16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@_jit_on_first_launch
-def _softmax_fwd_kernel_1875c62266(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (v_5 * pieces)
-    v_7 = (old_4 - v_6)
-    v_8 = (v_7 < 0)
-    v_9 = (v_5 - 1)
-    v_10 = tl.where(v_8, v_9, v_5)
-    v_11 = (old_4 % pieces)
-    v_12 = (v_11 < 0)
-    v_13 = (v_11 + pieces)
-    v_14 = tl.where(v_12, v_13, v_11)
-    v_15 = (v_14 * piece_len)
-    v_16 = (v_15 + piece_len)
-    v_17 = tl.minimum(n, v_16)
-    v_18 = tl.full([], float("-inf"), tl.float32)
-    v_19 = tl.full([], 0, tl.float32)
-    local_sum_20 = v_19
-    local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < v_17
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
-        v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
-        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
-        v_29 = (local_max_21 - v_28)
-        v_30 = tl.exp(v_29)
-        v_31 = (local_sum_20 * v_30)
-        v_32 = (v_26 - v_28)
-        v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
-        v_35 = (v_31 + red_34)
-        local_sum_20 = v_35
-        local_max_21 = v_28
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
-    tl.debug_barrier()
-    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_37 = tl.full([], 0, tl.float32)
-    v_38 = tl.full([], 0, tl.float32)
-    row_max_39 = v_37
-    inv_sum_40 = v_38
-    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_43 = indices_42 < v_17
-        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
-        v_45 = (offset_41 == v_15)
-        if v_45:
-            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_46 != pieces:
-                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
-            row_max_39 = red_48
-            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_50 = (load_47 - row_max_39)
-            v_51 = tl.exp(v_50)
-            v_52 = (load_49 * v_51)
-            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
-            v_54 = (1.0 / red_53)
-            inv_sum_40 = v_54
-        v_55 = load_44.to(tl.float32)
-        v_56 = (v_55 - row_max_39)
-        v_57 = tl.exp(v_56)
-        v_58 = (v_57 * inv_sum_40)
-        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
 
-
-_softmax_fwd_kernel_1875c62266.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_2213b3608f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (v_5 * pieces)
-    v_7 = (old_4 - v_6)
-    v_8 = (v_7 < 0)
-    v_9 = (v_5 - 1)
-    v_10 = tl.where(v_8, v_9, v_5)
-    v_11 = (old_4 % pieces)
-    v_12 = (v_11 < 0)
-    v_13 = (v_11 + pieces)
-    v_14 = tl.where(v_12, v_13, v_11)
-    v_15 = (v_14 * piece_len)
-    v_16 = (v_15 + piece_len)
-    v_17 = tl.minimum(n, v_16)
-    v_18 = tl.full([], float("-inf"), tl.float32)
-    v_19 = tl.full([], 0, tl.float32)
-    local_sum_20 = v_19
-    local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < v_17
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
-        v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
-        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
-        v_29 = (local_max_21 - v_28)
-        v_30 = tl.exp(v_29)
-        v_31 = (local_sum_20 * v_30)
-        v_32 = (v_26 - v_28)
-        v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
-        v_35 = (v_31 + red_34)
-        local_sum_20 = v_35
-        local_max_21 = v_28
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
-    tl.debug_barrier()
-    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_37 = tl.full([], 0, tl.float32)
-    v_38 = tl.full([], 0, tl.float32)
-    row_max_39 = v_37
-    inv_sum_40 = v_38
-    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_43 = indices_42 < v_17
-        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
-        v_45 = (offset_41 == v_15)
-        if v_45:
-            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_46 != pieces:
-                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
-            row_max_39 = red_48
-            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_50 = (load_47 - row_max_39)
-            v_51 = tl.exp(v_50)
-            v_52 = (load_49 * v_51)
-            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
-            v_54 = (1.0 / red_53)
-            inv_sum_40 = v_54
-        v_55 = load_44.to(tl.float32)
-        v_56 = (v_55 - row_max_39)
-        v_57 = tl.exp(v_56)
-        v_58 = (v_57 * inv_sum_40)
-        v_59 = v_58.to(tl.float16)
-        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
-
-
-_softmax_fwd_kernel_2213b3608f.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    red_6 = (tl.max(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, keep_dims=True))
-    v_7 = (load_5 - red_6)
-    v_8 = tl.exp(v_7)
-    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
-    v_10 = (1.0 / red_9)
-    v_11 = (v_8 * v_10)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_3cd0298829(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_0e438f5159(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -2522,11 +2353,11 @@ def _softmax_fwd_kernel_3cd0298829(m_split_m, padded, padded_block_n, n, x, x_st
         v_14 = (indices_10 + v_13)
         v_15 = (v_14 < n)
         v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
         v_18 = load_17.to(tl.float32)
         v_19 = v_15[None, :]
         v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
         v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
         v_23 = v_22[:, None]
         v_24 = (v_20 - v_23)
@@ -2549,11 +2380,445 @@ def _softmax_fwd_kernel_3cd0298829(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = tl.exp(v_38)
         v_40 = v_31[:, None]
         v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.bfloat16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_3d68c46a94(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_12758d8612(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_7 = c_6.to(tl.float32)
+        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")), propagate_nan=tl.PropagateNan.ALL)
+    red_8 = (tl.reduce(acc_5, 1, _max_f4e3fa2f3b, keep_dims=True))
+    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_11 = c_10.to(tl.float32)
+        c_12 = (c_11 - red_8)
+        c_13 = tl.exp(c_12)
+        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
+    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
+    v_15 = (1.0 / red_14)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_17 = c_16.to(tl.float32)
+        c_18 = (c_17 - red_8)
+        c_19 = tl.exp(c_18)
+        c_20 = (c_19 * v_15)
+        c_21 = c_20.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_23af09937e(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.reduce(tl.where(mask_24, v_26, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.reduce(tl.where(rmask_0, load_47, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
+
+
+_softmax_fwd_kernel_23af09937e.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_291c211a19(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.reduce(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.float16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_2d8cdc790e(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.reduce(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_391137b50f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.reduce(tl.where(mask_24, v_26, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.reduce(tl.where(rmask_0, load_47, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
+
+
+_softmax_fwd_kernel_391137b50f.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_418ed078ca(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
+        v_28 = tl.exp(v_27)
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_4580047e8d(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
+        v_18 = v_15[None, :]
+        v_19 = tl.where(v_18, load_17, float("-inf"))
+        red_20 = (tl.reduce(tl.where(mask_11[None, :], v_19, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_21 = tl.maximum(row_max_8, red_20, propagate_nan=tl.PropagateNan.ALL)
+        v_22 = v_21[:, None]
+        v_23 = (v_19 - v_22)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
+        v_26 = (row_max_8 - v_21)
+        v_27 = tl.exp(v_26)
+        v_28 = (row_sum_7 * v_27)
+        v_29 = (v_28 + red_25)
+        row_sum_7 = v_29
+        row_max_8 = v_21
+    v_30 = (1.0 / row_sum_7)
+    for offset_31 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < n
+        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
+        v_35 = row_max_8[:, None]
+        v_36 = (load_34 - v_35)
+        v_37 = tl.exp(v_36)
+        v_38 = v_30[:, None]
+        v_39 = (v_37 * v_38)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_5154d1b174(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_first')
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
+        v_28 = tl.exp(v_27)
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_6f7c9733e9(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    red_6 = (tl.reduce(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
+    v_7 = (load_5 - red_6)
+    v_8 = tl.exp(v_7)
+    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
+    v_10 = (1.0 / red_9)
+    v_11 = (v_8 * v_10)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_77ab0069e9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2581,7 +2846,7 @@ def _softmax_fwd_kernel_3d68c46a94(split_m_pieces, sync, split_m, sync_stride_0,
     for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0, loop_unroll_factor=1):
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1), eviction_policy='evict_last')
-        red_26 = (tl.max(tl.fma(load_25, 1.0, -0.0), 0))
+        red_26 = (tl.reduce(tl.fma(load_25, 1.0, -0.0), 0, _max_f4e3fa2f3b))
         v_27 = tl.maximum(local_max_21, red_26, propagate_nan=tl.PropagateNan.ALL)
         v_28 = (local_max_21 - v_27)
         v_29 = tl.exp(v_28)
@@ -2598,7 +2863,7 @@ def _softmax_fwd_kernel_3d68c46a94(split_m_pieces, sync, split_m, sync_stride_0,
         indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
         mask_39 = indices_38 < v_17
         load_40 = tl.load(x + (v_10 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0, eviction_policy='evict_last')
-        red_41 = (tl.max(tl.where(mask_39, load_40, float("-inf")), 0))
+        red_41 = (tl.reduce(tl.where(mask_39, load_40, float("-inf")), 0, _max_f4e3fa2f3b))
         v_42 = tl.maximum(local_max_36, red_41, propagate_nan=tl.PropagateNan.ALL)
         v_43 = (local_max_36 - v_42)
         v_44 = tl.exp(v_43)
@@ -2628,7 +2893,7 @@ def _softmax_fwd_kernel_3d68c46a94(split_m_pieces, sync, split_m, sync_stride_0,
                 seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
             load_61 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_62 = (tl.max(tl.where(rmask_0, load_61, float("-inf")), 0))
+            red_62 = (tl.reduce(tl.where(rmask_0, load_61, float("-inf")), 0, _max_f4e3fa2f3b))
             row_max_53 = red_62
             load_63 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
             v_64 = (load_61 - row_max_53)
@@ -2643,183 +2908,15 @@ def _softmax_fwd_kernel_3d68c46a94(split_m_pieces, sync, split_m, sync_stride_0,
         tl.store(out + (v_10 * out_stride_0 + indices_56 * out_stride_1), v_71, mask=(mask_57))
 
 
-_softmax_fwd_kernel_3d68c46a94.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_77ab0069e9.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_3e28de4ae4(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (v_5 * pieces)
-    v_7 = (old_4 - v_6)
-    v_8 = (v_7 < 0)
-    v_9 = (v_5 - 1)
-    v_10 = tl.where(v_8, v_9, v_5)
-    v_11 = (old_4 % pieces)
-    v_12 = (v_11 < 0)
-    v_13 = (v_11 + pieces)
-    v_14 = tl.where(v_12, v_13, v_11)
-    v_15 = (v_14 * piece_len)
-    v_16 = (v_15 + piece_len)
-    v_17 = tl.minimum(n, v_16)
-    v_18 = tl.full([], float("-inf"), tl.float32)
-    v_19 = tl.full([], 0, tl.float32)
-    local_sum_20 = v_19
-    local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < v_17
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
-        red_26 = (tl.max(tl.where(mask_24, load_25, float("-inf")), 0))
-        v_27 = tl.maximum(local_max_21, red_26, propagate_nan=tl.PropagateNan.ALL)
-        v_28 = (local_max_21 - v_27)
-        v_29 = tl.exp(v_28)
-        v_30 = (local_sum_20 * v_29)
-        v_31 = (load_25 - v_27)
-        v_32 = tl.exp(v_31)
-        red_33 = (tl.sum(tl.where(mask_24, v_32, 0), 0))
-        v_34 = (v_30 + red_33)
-        local_sum_20 = v_34
-        local_max_21 = v_27
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
-    tl.debug_barrier()
-    old_35 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_36 = tl.full([], 0, tl.float32)
-    v_37 = tl.full([], 0, tl.float32)
-    row_max_38 = v_36
-    inv_sum_39 = v_37
-    for offset_40 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_41 = offset_40 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_42 = indices_41 < v_17
-        load_43 = tl.load(x + (v_10 * x_stride_0 + indices_41 * x_stride_1), mask=(mask_42), other=0, eviction_policy='evict_first')
-        v_44 = (offset_40 == v_15)
-        if v_44:
-            seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_45 != pieces:
-                seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_46 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_47 = (tl.max(tl.where(rmask_0, load_46, float("-inf")), 0))
-            row_max_38 = red_47
-            load_48 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_49 = (load_46 - row_max_38)
-            v_50 = tl.exp(v_49)
-            v_51 = (load_48 * v_50)
-            red_52 = (tl.sum(tl.where(rmask_0, v_51, 0), 0))
-            v_53 = (1.0 / red_52)
-            inv_sum_39 = v_53
-        v_54 = (load_43 - row_max_38)
-        v_55 = tl.exp(v_54)
-        v_56 = (v_55 * inv_sum_39)
-        tl.store(out + (v_10 * out_stride_0 + indices_41 * out_stride_1), v_56, mask=(mask_42))
-
-
-_softmax_fwd_kernel_3e28de4ae4.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_49eae7d1dd(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (v_5 * pieces)
-    v_7 = (old_4 - v_6)
-    v_8 = (v_7 < 0)
-    v_9 = (v_5 - 1)
-    v_10 = tl.where(v_8, v_9, v_5)
-    v_11 = (old_4 % pieces)
-    v_12 = (v_11 < 0)
-    v_13 = (v_11 + pieces)
-    v_14 = tl.where(v_12, v_13, v_11)
-    v_15 = (v_14 * piece_len)
-    v_16 = (v_15 + piece_len)
-    v_17 = tl.minimum(n, v_16)
-    v_18 = tl.full([], float("-inf"), tl.float32)
-    v_19 = tl.full([], 0, tl.float32)
-    local_sum_20 = v_19
-    local_max_21 = v_18
-    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
-        v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(v_26, 0))
-        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
-        v_29 = (local_max_21 - v_28)
-        v_30 = tl.exp(v_29)
-        v_31 = (local_sum_20 * v_30)
-        v_32 = (v_26 - v_28)
-        v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(v_33, 0))
-        v_35 = (v_31 + red_34)
-        local_sum_20 = v_35
-        local_max_21 = v_28
-    local_sum_36 = local_sum_20
-    local_max_37 = local_max_21
-    for offset_38 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
-        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_40 = indices_39 < v_17
-        load_41 = tl.load(x + (v_10 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0)
-        v_42 = load_41.to(tl.float32)
-        red_43 = (tl.max(tl.where(mask_40, v_42, float("-inf")), 0))
-        v_44 = tl.maximum(local_max_37, red_43, propagate_nan=tl.PropagateNan.ALL)
-        v_45 = (local_max_37 - v_44)
-        v_46 = tl.exp(v_45)
-        v_47 = (local_sum_36 * v_46)
-        v_48 = (v_42 - v_44)
-        v_49 = tl.exp(v_48)
-        red_50 = (tl.sum(tl.where(mask_40, v_49, 0), 0))
-        v_51 = (v_47 + red_50)
-        local_sum_36 = v_51
-        local_max_37 = v_44
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_37)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_36)
-    tl.debug_barrier()
-    old_52 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_53 = tl.full([], 0, tl.float32)
-    v_54 = tl.full([], 0, tl.float32)
-    row_max_55 = v_53
-    inv_sum_56 = v_54
-    for offset_57 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_59 = indices_58 < v_17
-        load_60 = tl.load(x + (v_10 * x_stride_0 + indices_58 * x_stride_1), mask=(mask_59), other=0, eviction_policy='evict_first')
-        v_61 = (offset_57 == v_15)
-        if v_61:
-            seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_62 != pieces:
-                seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_63 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_64 = (tl.max(tl.where(rmask_0, load_63, float("-inf")), 0))
-            row_max_55 = red_64
-            load_65 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_66 = (load_63 - row_max_55)
-            v_67 = tl.exp(v_66)
-            v_68 = (load_65 * v_67)
-            red_69 = (tl.sum(tl.where(rmask_0, v_68, 0), 0))
-            v_70 = (1.0 / red_69)
-            inv_sum_56 = v_70
-        v_71 = load_60.to(tl.float32)
-        v_72 = (v_71 - row_max_55)
-        v_73 = tl.exp(v_72)
-        v_74 = (v_73 * inv_sum_56)
-        v_75 = v_74.to(tl.bfloat16)
-        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_75, mask=(mask_59))
-
-
-_softmax_fwd_kernel_49eae7d1dd.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_4a2ca06028(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_7e4b768f4d(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
     pid_1 = tl.program_id(0)
@@ -2828,16 +2925,22 @@ def _softmax_fwd_kernel_4a2ca06028(m_split_m, x, x_stride_0, x_stride_1, out, ou
     mask_4 = indices_3 < m_split_m
     load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
     v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
+    red_7 = (tl.reduce(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
     v_8 = (v_6 - red_7)
     v_9 = tl.exp(v_8)
     red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
     v_11 = (1.0 / red_10)
     v_12 = (v_9 * v_11)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_4cc0e81a0e(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_80f4c1e8fe(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -2846,7 +2949,7 @@ def _softmax_fwd_kernel_4cc0e81a0e(m_split_m, padded, padded_block_n, n, x, x_st
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
     row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1):
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
         indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
         mask_11 = indices_10 < padded
         v_12 = (2 * offset_9)
@@ -2854,11 +2957,11 @@ def _softmax_fwd_kernel_4cc0e81a0e(m_split_m, padded, padded_block_n, n, x, x_st
         v_14 = (indices_10 + v_13)
         v_15 = (v_14 < n)
         v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_first')
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
         v_18 = load_17.to(tl.float32)
         v_19 = v_15[None, :]
         v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
         v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
         v_23 = v_22[:, None]
         v_24 = (v_20 - v_23)
@@ -2871,7 +2974,7 @@ def _softmax_fwd_kernel_4cc0e81a0e(m_split_m, padded, padded_block_n, n, x, x_st
         row_sum_7 = v_30
         row_max_8 = v_22
     v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
+    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
         indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
         mask_34 = indices_33 < n
         load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
@@ -2881,45 +2984,147 @@ def _softmax_fwd_kernel_4cc0e81a0e(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = tl.exp(v_38)
         v_40 = v_31[:, None]
         v_41 = (v_39 * v_40)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+        v_42 = v_41.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_5a5e8b295f(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+def _softmax_fwd_kernel_8130ae3495(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.reduce(tl.where(mask_24, v_26, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.reduce(tl.where(rmask_0, load_47, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
+
+
+_softmax_fwd_kernel_8130ae3495.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_91a5297027(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
     mask_4 = indices_3 < m_split_m
-    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_7 = c_6.to(tl.float32)
-        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")))
-    red_8 = (tl.max(acc_5, 1, keep_dims=True))
-    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_11 = c_10.to(tl.float32)
-        c_12 = (c_11 - red_8)
-        c_13 = tl.exp(c_12)
-        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
-    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
-    v_15 = (1.0 / red_14)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_17 = c_16.to(tl.float32)
-        c_18 = (c_17 - red_8)
-        c_19 = tl.exp(c_18)
-        c_20 = (c_19 * v_15)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.reduce(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_5ede49b929(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_93bf7f6c48(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.reduce(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, _max_f4e3fa2f3b, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_975f0676a0(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2947,7 +3152,7 @@ def _softmax_fwd_kernel_5ede49b929(split_m_pieces, sync, split_m, sync_stride_0,
         indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
         mask_24 = indices_23 < v_17
         load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0, eviction_policy='evict_last')
-        red_26 = (tl.max(tl.where(mask_24, load_25, float("-inf")), 0))
+        red_26 = (tl.reduce(tl.where(mask_24, load_25, float("-inf")), 0, _max_f4e3fa2f3b))
         v_27 = tl.maximum(local_max_21, red_26, propagate_nan=tl.PropagateNan.ALL)
         v_28 = (local_max_21 - v_27)
         v_29 = tl.exp(v_28)
@@ -2977,7 +3182,7 @@ def _softmax_fwd_kernel_5ede49b929(split_m_pieces, sync, split_m, sync_stride_0,
                 seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
             load_46 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_47 = (tl.max(tl.where(rmask_0, load_46, float("-inf")), 0))
+            red_47 = (tl.reduce(tl.where(rmask_0, load_46, float("-inf")), 0, _max_f4e3fa2f3b))
             row_max_38 = red_47
             load_48 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
             v_49 = (load_46 - row_max_38)
@@ -2992,10 +3197,15 @@ def _softmax_fwd_kernel_5ede49b929(split_m_pieces, sync, split_m, sync_stride_0,
         tl.store(out + (v_10 * out_stride_0 + indices_41 * out_stride_1), v_56, mask=(mask_42))
 
 
-_softmax_fwd_kernel_5ede49b929.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_975f0676a0.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_788da8326d(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_aa36833400(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -3004,7 +3214,7 @@ def _softmax_fwd_kernel_788da8326d(m_split_m, padded, padded_block_n, n, x, x_st
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
     row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1):
         indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
         mask_11 = indices_10 < padded
         v_12 = (2 * offset_9)
@@ -3012,11 +3222,11 @@ def _softmax_fwd_kernel_788da8326d(m_split_m, padded, padded_block_n, n, x, x_st
         v_14 = (indices_10 + v_13)
         v_15 = (v_14 < n)
         v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_first')
         v_18 = load_17.to(tl.float32)
         v_19 = v_15[None, :]
         v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
         v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
         v_23 = v_22[:, None]
         v_24 = (v_20 - v_23)
@@ -3029,7 +3239,7 @@ def _softmax_fwd_kernel_788da8326d(m_split_m, padded, padded_block_n, n, x, x_st
         row_sum_7 = v_30
         row_max_8 = v_22
     v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
+    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
         indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
         mask_34 = indices_33 < n
         load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
@@ -3039,11 +3249,100 @@ def _softmax_fwd_kernel_788da8326d(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = tl.exp(v_38)
         v_40 = v_31[:, None]
         v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.float16)
+        v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
 @_jit_on_first_launch
-def _softmax_fwd_kernel_804ebf43c5(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_adce1f277f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.reduce(tl.where(mask_24, v_26, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.reduce(tl.where(rmask_0, load_47, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.float16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
+
+
+_softmax_fwd_kernel_adce1f277f.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_b024add934(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -3063,7 +3362,7 @@ def _softmax_fwd_kernel_804ebf43c5(m_split_m, padded, padded_block_n, n, x, x_st
         load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (v_16), other=0, eviction_policy='evict_last')
         v_18 = v_15[None, :]
         v_19 = tl.where(v_18, load_17, float("-inf"))
-        red_20 = (tl.max(v_19, 1))
+        red_20 = (tl.reduce(v_19, 1, _max_f4e3fa2f3b))
         v_21 = tl.maximum(row_max_8, red_20, propagate_nan=tl.PropagateNan.ALL)
         v_22 = v_21[:, None]
         v_23 = (v_19 - v_22)
@@ -3088,7 +3387,7 @@ def _softmax_fwd_kernel_804ebf43c5(m_split_m, padded, padded_block_n, n, x, x_st
         load_40 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_37[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]) & (v_39), other=0, eviction_policy='evict_last')
         v_41 = v_38[None, :]
         v_42 = tl.where(v_41, load_40, float("-inf"))
-        red_43 = (tl.max(tl.where(mask_34[None, :], v_42, float("-inf")), 1))
+        red_43 = (tl.reduce(tl.where(mask_34[None, :], v_42, float("-inf")), 1, _max_f4e3fa2f3b))
         v_44 = tl.maximum(row_max_31, red_43, propagate_nan=tl.PropagateNan.ALL)
         v_45 = v_44[:, None]
         v_46 = (v_42 - v_45)
@@ -3122,75 +3421,13 @@ def _softmax_fwd_kernel_804ebf43c5(m_split_m, padded, padded_block_n, n, x, x_st
         v_71 = (v_69 * v_70)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_64[None, :] * out_stride_1), v_71, mask=(mask_4[:, None]) & (mask_65[None, :]))
 
-@_jit_on_first_launch
-def _softmax_fwd_kernel_85c2d7aa04(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_first')
-        v_18 = load_17.to(tl.float32)
-        v_19 = v_15[None, :]
-        v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
-        v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
-        v_23 = v_22[:, None]
-        v_24 = (v_20 - v_23)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
-        v_27 = (row_max_8 - v_22)
-        v_28 = tl.exp(v_27)
-        v_29 = (row_sum_7 * v_28)
-        v_30 = (v_29 + red_26)
-        row_sum_7 = v_30
-        row_max_8 = v_22
-    v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < n
-        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
-        v_36 = load_35.to(tl.float32)
-        v_37 = row_max_8[:, None]
-        v_38 = (v_36 - v_37)
-        v_39 = tl.exp(v_38)
-        v_40 = v_31[:, None]
-        v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.bfloat16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.bfloat16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_8e1fc847bf(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_bb8516aa8c(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3214,62 +3451,64 @@ def _softmax_fwd_kernel_8e1fc847bf(split_m_pieces, sync, split_m, sync_stride_0,
     v_19 = tl.full([], 0, tl.float32)
     local_sum_20 = v_19
     local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
         indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
         mask_24 = indices_23 < v_17
         load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
-        v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
-        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
-        v_29 = (local_max_21 - v_28)
-        v_30 = tl.exp(v_29)
-        v_31 = (local_sum_20 * v_30)
-        v_32 = (v_26 - v_28)
-        v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
-        v_35 = (v_31 + red_34)
-        local_sum_20 = v_35
-        local_max_21 = v_28
+        red_26 = (tl.reduce(tl.where(mask_24, load_25, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_27 = tl.maximum(local_max_21, red_26, propagate_nan=tl.PropagateNan.ALL)
+        v_28 = (local_max_21 - v_27)
+        v_29 = tl.exp(v_28)
+        v_30 = (local_sum_20 * v_29)
+        v_31 = (load_25 - v_27)
+        v_32 = tl.exp(v_31)
+        red_33 = (tl.sum(tl.where(mask_24, v_32, 0), 0))
+        v_34 = (v_30 + red_33)
+        local_sum_20 = v_34
+        local_max_21 = v_27
     tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
     tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    old_35 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_36 = tl.full([], 0, tl.float32)
     v_37 = tl.full([], 0, tl.float32)
-    v_38 = tl.full([], 0, tl.float32)
-    row_max_39 = v_37
-    inv_sum_40 = v_38
-    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_43 = indices_42 < v_17
-        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
-        v_45 = (offset_41 == v_15)
-        if v_45:
-            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_46 != pieces:
-                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    row_max_38 = v_36
+    inv_sum_39 = v_37
+    for offset_40 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_41 = offset_40 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_42 = indices_41 < v_17
+        load_43 = tl.load(x + (v_10 * x_stride_0 + indices_41 * x_stride_1), mask=(mask_42), other=0, eviction_policy='evict_first')
+        v_44 = (offset_40 == v_15)
+        if v_44:
+            seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_45 != pieces:
+                seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
-            row_max_39 = red_48
-            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_50 = (load_47 - row_max_39)
-            v_51 = tl.exp(v_50)
-            v_52 = (load_49 * v_51)
-            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
-            v_54 = (1.0 / red_53)
-            inv_sum_40 = v_54
-        v_55 = load_44.to(tl.float32)
-        v_56 = (v_55 - row_max_39)
-        v_57 = tl.exp(v_56)
-        v_58 = (v_57 * inv_sum_40)
-        v_59 = v_58.to(tl.bfloat16)
-        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
+            load_46 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_47 = (tl.reduce(tl.where(rmask_0, load_46, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_38 = red_47
+            load_48 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_49 = (load_46 - row_max_38)
+            v_50 = tl.exp(v_49)
+            v_51 = (load_48 * v_50)
+            red_52 = (tl.sum(tl.where(rmask_0, v_51, 0), 0))
+            v_53 = (1.0 / red_52)
+            inv_sum_39 = v_53
+        v_54 = (load_43 - row_max_38)
+        v_55 = tl.exp(v_54)
+        v_56 = (v_55 * inv_sum_39)
+        tl.store(out + (v_10 * out_stride_0 + indices_41 * out_stride_1), v_56, mask=(mask_42))
 
 
-_softmax_fwd_kernel_8e1fc847bf.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_bb8516aa8c.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_9215c1d83a(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_cd4c58cc33(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -3286,11 +3525,101 @@ def _softmax_fwd_kernel_9215c1d83a(m_split_m, padded, padded_block_n, n, x, x_st
         v_14 = (indices_10 + v_13)
         v_15 = (v_14 < n)
         v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        v_18 = v_15[None, :]
+        v_19 = tl.where(v_18, load_17, float("-inf"))
+        red_20 = (tl.reduce(tl.where(mask_11[None, :], v_19, float("-inf")), 1, _max_f4e3fa2f3b))
+        v_21 = tl.maximum(row_max_8, red_20, propagate_nan=tl.PropagateNan.ALL)
+        v_22 = v_21[:, None]
+        v_23 = (v_19 - v_22)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
+        v_26 = (row_max_8 - v_21)
+        v_27 = tl.exp(v_26)
+        v_28 = (row_sum_7 * v_27)
+        v_29 = (v_28 + red_25)
+        row_sum_7 = v_29
+        row_max_8 = v_21
+    v_30 = (1.0 / row_sum_7)
+    for offset_31 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < n
+        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
+        v_35 = row_max_8[:, None]
+        v_36 = (load_34 - v_35)
+        v_37 = tl.exp(v_36)
+        v_38 = v_30[:, None]
+        v_39 = (v_37 * v_38)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_cf5fb7b27e(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_7 = c_6.to(tl.float32)
+        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")), propagate_nan=tl.PropagateNan.ALL)
+    red_8 = (tl.reduce(acc_5, 1, _max_f4e3fa2f3b, keep_dims=True))
+    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_11 = c_10.to(tl.float32)
+        c_12 = (c_11 - red_8)
+        c_13 = tl.exp(c_12)
+        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
+    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
+    v_15 = (1.0 / red_14)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_17 = c_16.to(tl.float32)
+        c_18 = (c_17 - red_8)
+        c_19 = tl.exp(c_18)
+        c_20 = (c_19 * v_15)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_d069e05459(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
         v_18 = load_17.to(tl.float32)
         v_19 = v_15[None, :]
         v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
         v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
         v_23 = v_22[:, None]
         v_24 = (v_20 - v_23)
@@ -3313,10 +3642,16 @@ def _softmax_fwd_kernel_9215c1d83a(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = tl.exp(v_38)
         v_40 = v_31[:, None]
         v_41 = (v_39 * v_40)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+        v_42 = v_41.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_db359d3db9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3344,7 +3679,7 @@ def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0,
     for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0, loop_unroll_factor=2):
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
-        red_26 = (tl.max(tl.fma(load_25, 1.0, -0.0), 0))
+        red_26 = (tl.reduce(tl.fma(load_25, 1.0, -0.0), 0, _max_f4e3fa2f3b))
         v_27 = tl.maximum(local_max_21, red_26, propagate_nan=tl.PropagateNan.ALL)
         v_28 = (local_max_21 - v_27)
         v_29 = tl.exp(v_28)
@@ -3361,7 +3696,7 @@ def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0,
         indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
         mask_39 = indices_38 < v_17
         load_40 = tl.load(x + (v_10 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0)
-        red_41 = (tl.max(tl.where(mask_39, load_40, float("-inf")), 0))
+        red_41 = (tl.reduce(tl.where(mask_39, load_40, float("-inf")), 0, _max_f4e3fa2f3b))
         v_42 = tl.maximum(local_max_36, red_41, propagate_nan=tl.PropagateNan.ALL)
         v_43 = (local_max_36 - v_42)
         v_44 = tl.exp(v_43)
@@ -3391,7 +3726,7 @@ def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0,
                 seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
             load_61 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_62 = (tl.max(tl.where(rmask_0, load_61, float("-inf")), 0))
+            red_62 = (tl.reduce(tl.where(rmask_0, load_61, float("-inf")), 0, _max_f4e3fa2f3b))
             row_max_53 = red_62
             load_63 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
             v_64 = (load_61 - row_max_53)
@@ -3417,7 +3752,7 @@ def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0,
                 seen_79 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
             load_80 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_81 = (tl.max(tl.where(rmask_0, load_80, float("-inf")), 0))
+            red_81 = (tl.reduce(tl.where(rmask_0, load_80, float("-inf")), 0, _max_f4e3fa2f3b))
             row_max_72 = red_81
             load_82 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
             v_83 = (load_80 - row_max_72)
@@ -3432,93 +3767,99 @@ def _softmax_fwd_kernel_92893928a8(split_m_pieces, sync, split_m, sync_stride_0,
         tl.store(out + (v_10 * out_stride_0 + indices_75 * out_stride_1), v_90, mask=(mask_76))
 
 
-_softmax_fwd_kernel_92893928a8.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_db359d3db9.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_9583b00c52(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_e30ecff72b(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        v_19 = v_15[None, :]
-        v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
-        v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
-        v_23 = v_22[:, None]
-        v_24 = (v_20 - v_23)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
-        v_27 = (row_max_8 - v_22)
-        v_28 = tl.exp(v_27)
-        v_29 = (row_sum_7 * v_28)
-        v_30 = (v_29 + red_26)
-        row_sum_7 = v_30
-        row_max_8 = v_22
-    v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < n
-        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
-        v_36 = load_35.to(tl.float32)
-        v_37 = row_max_8[:, None]
-        v_38 = (v_36 - v_37)
-        v_39 = tl.exp(v_38)
-        v_40 = v_31[:, None]
-        v_41 = (v_39 * v_40)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.reduce(tl.where(mask_24, v_26, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.reduce(tl.where(rmask_0, load_47, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
+
+
+_softmax_fwd_kernel_e30ecff72b.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_a80f3dacb6(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_7 = c_6.to(tl.float32)
-        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")))
-    red_8 = (tl.max(acc_5, 1, keep_dims=True))
-    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_11 = c_10.to(tl.float32)
-        c_12 = (c_11 - red_8)
-        c_13 = tl.exp(c_12)
-        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
-    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
-    v_15 = (1.0 / red_14)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_17 = c_16.to(tl.float32)
-        c_18 = (c_17 - red_8)
-        c_19 = tl.exp(c_18)
-        c_20 = (c_19 * v_15)
-        c_21 = c_20.to(tl.bfloat16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_abf5e67074(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_e4cea5c00c(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3547,7 +3888,7 @@ def _softmax_fwd_kernel_abf5e67074(split_m_pieces, sync, split_m, sync_stride_0,
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
         v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(v_26, 0))
+        red_27 = (tl.reduce(v_26, 0, _max_f4e3fa2f3b))
         v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
         v_29 = (local_max_21 - v_28)
         v_30 = tl.exp(v_29)
@@ -3565,7 +3906,7 @@ def _softmax_fwd_kernel_abf5e67074(split_m_pieces, sync, split_m, sync_stride_0,
         mask_40 = indices_39 < v_17
         load_41 = tl.load(x + (v_10 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0)
         v_42 = load_41.to(tl.float32)
-        red_43 = (tl.max(tl.where(mask_40, v_42, float("-inf")), 0))
+        red_43 = (tl.reduce(tl.where(mask_40, v_42, float("-inf")), 0, _max_f4e3fa2f3b))
         v_44 = tl.maximum(local_max_37, red_43, propagate_nan=tl.PropagateNan.ALL)
         v_45 = (local_max_37 - v_44)
         v_46 = tl.exp(v_45)
@@ -3595,7 +3936,7 @@ def _softmax_fwd_kernel_abf5e67074(split_m_pieces, sync, split_m, sync_stride_0,
                 seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
             load_63 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_64 = (tl.max(tl.where(rmask_0, load_63, float("-inf")), 0))
+            red_64 = (tl.reduce(tl.where(rmask_0, load_63, float("-inf")), 0, _max_f4e3fa2f3b))
             row_max_55 = red_64
             load_65 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
             v_66 = (load_63 - row_max_55)
@@ -3608,13 +3949,19 @@ def _softmax_fwd_kernel_abf5e67074(split_m_pieces, sync, split_m, sync_stride_0,
         v_72 = (v_71 - row_max_55)
         v_73 = tl.exp(v_72)
         v_74 = (v_73 * inv_sum_56)
-        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_74, mask=(mask_59))
+        v_75 = v_74.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_75, mask=(mask_59))
 
 
-_softmax_fwd_kernel_abf5e67074.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_e4cea5c00c.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_acd6b545ab(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_e9af7ad128(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3638,81 +3985,84 @@ def _softmax_fwd_kernel_acd6b545ab(split_m_pieces, sync, split_m, sync_stride_0,
     v_19 = tl.full([], 0, tl.float32)
     local_sum_20 = v_19
     local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < v_17
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
         v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        red_27 = (tl.reduce(v_26, 0, _max_f4e3fa2f3b))
         v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
         v_29 = (local_max_21 - v_28)
         v_30 = tl.exp(v_29)
         v_31 = (local_sum_20 * v_30)
         v_32 = (v_26 - v_28)
         v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        red_34 = (tl.sum(v_33, 0))
         v_35 = (v_31 + red_34)
         local_sum_20 = v_35
         local_max_21 = v_28
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    local_sum_36 = local_sum_20
+    local_max_37 = local_max_21
+    for offset_38 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_17
+        load_41 = tl.load(x + (v_10 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0)
+        v_42 = load_41.to(tl.float32)
+        red_43 = (tl.reduce(tl.where(mask_40, v_42, float("-inf")), 0, _max_f4e3fa2f3b))
+        v_44 = tl.maximum(local_max_37, red_43, propagate_nan=tl.PropagateNan.ALL)
+        v_45 = (local_max_37 - v_44)
+        v_46 = tl.exp(v_45)
+        v_47 = (local_sum_36 * v_46)
+        v_48 = (v_42 - v_44)
+        v_49 = tl.exp(v_48)
+        red_50 = (tl.sum(tl.where(mask_40, v_49, 0), 0))
+        v_51 = (v_47 + red_50)
+        local_sum_36 = v_51
+        local_max_37 = v_44
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_37)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_36)
     tl.debug_barrier()
-    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_37 = tl.full([], 0, tl.float32)
-    v_38 = tl.full([], 0, tl.float32)
-    row_max_39 = v_37
-    inv_sum_40 = v_38
-    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_43 = indices_42 < v_17
-        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
-        v_45 = (offset_41 == v_15)
-        if v_45:
-            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_46 != pieces:
-                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_52 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_53 = tl.full([], 0, tl.float32)
+    v_54 = tl.full([], 0, tl.float32)
+    row_max_55 = v_53
+    inv_sum_56 = v_54
+    for offset_57 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_59 = indices_58 < v_17
+        load_60 = tl.load(x + (v_10 * x_stride_0 + indices_58 * x_stride_1), mask=(mask_59), other=0, eviction_policy='evict_first')
+        v_61 = (offset_57 == v_15)
+        if v_61:
+            seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_62 != pieces:
+                seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
-            row_max_39 = red_48
-            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_50 = (load_47 - row_max_39)
-            v_51 = tl.exp(v_50)
-            v_52 = (load_49 * v_51)
-            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
-            v_54 = (1.0 / red_53)
-            inv_sum_40 = v_54
-        v_55 = load_44.to(tl.float32)
-        v_56 = (v_55 - row_max_39)
-        v_57 = tl.exp(v_56)
-        v_58 = (v_57 * inv_sum_40)
-        v_59 = v_58.to(tl.bfloat16)
-        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
+            load_63 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_64 = (tl.reduce(tl.where(rmask_0, load_63, float("-inf")), 0, _max_f4e3fa2f3b))
+            row_max_55 = red_64
+            load_65 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_66 = (load_63 - row_max_55)
+            v_67 = tl.exp(v_66)
+            v_68 = (load_65 * v_67)
+            red_69 = (tl.sum(tl.where(rmask_0, v_68, 0), 0))
+            v_70 = (1.0 / red_69)
+            inv_sum_56 = v_70
+        v_71 = load_60.to(tl.float32)
+        v_72 = (v_71 - row_max_55)
+        v_73 = tl.exp(v_72)
+        v_74 = (v_73 * inv_sum_56)
+        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_74, mask=(mask_59))
 
 
-_softmax_fwd_kernel_acd6b545ab.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_e9af7ad128.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.float16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_b68e370d81(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_f6fd6a7a68(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -3729,11 +4079,11 @@ def _softmax_fwd_kernel_b68e370d81(m_split_m, padded, padded_block_n, n, x, x_st
         v_14 = (indices_10 + v_13)
         v_15 = (v_14 < n)
         v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
         v_18 = load_17.to(tl.float32)
         v_19 = v_15[None, :]
         v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        red_21 = (tl.reduce(tl.where(mask_11[None, :], v_20, float("-inf")), 1, _max_f4e3fa2f3b))
         v_22 = tl.maximum(row_max_8, red_21, propagate_nan=tl.PropagateNan.ALL)
         v_23 = v_22[:, None]
         v_24 = (v_20 - v_23)
@@ -3756,213 +4106,8 @@ def _softmax_fwd_kernel_b68e370d81(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = tl.exp(v_38)
         v_40 = v_31[:, None]
         v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.bfloat16)
+        v_42 = v_41.to(tl.float16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_b74257df48(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
-        v_18 = v_15[None, :]
-        v_19 = tl.where(v_18, load_17, float("-inf"))
-        red_20 = (tl.max(tl.where(mask_11[None, :], v_19, float("-inf")), 1))
-        v_21 = tl.maximum(row_max_8, red_20, propagate_nan=tl.PropagateNan.ALL)
-        v_22 = v_21[:, None]
-        v_23 = (v_19 - v_22)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
-        v_26 = (row_max_8 - v_21)
-        v_27 = tl.exp(v_26)
-        v_28 = (row_sum_7 * v_27)
-        v_29 = (v_28 + red_25)
-        row_sum_7 = v_29
-        row_max_8 = v_21
-    v_30 = (1.0 / row_sum_7)
-    for offset_31 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_33 = indices_32 < n
-        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
-        v_35 = row_max_8[:, None]
-        v_36 = (load_34 - v_35)
-        v_37 = tl.exp(v_36)
-        v_38 = v_30[:, None]
-        v_39 = (v_37 * v_38)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_baa1a37a0b(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_da93ef67db(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (v_5 * pieces)
-    v_7 = (old_4 - v_6)
-    v_8 = (v_7 < 0)
-    v_9 = (v_5 - 1)
-    v_10 = tl.where(v_8, v_9, v_5)
-    v_11 = (old_4 % pieces)
-    v_12 = (v_11 < 0)
-    v_13 = (v_11 + pieces)
-    v_14 = tl.where(v_12, v_13, v_11)
-    v_15 = (v_14 * piece_len)
-    v_16 = (v_15 + piece_len)
-    v_17 = tl.minimum(n, v_16)
-    v_18 = tl.full([], float("-inf"), tl.float32)
-    v_19 = tl.full([], 0, tl.float32)
-    local_sum_20 = v_19
-    local_max_21 = v_18
-    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < v_17
-        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
-        v_26 = load_25.to(tl.float32)
-        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
-        v_28 = tl.maximum(local_max_21, red_27, propagate_nan=tl.PropagateNan.ALL)
-        v_29 = (local_max_21 - v_28)
-        v_30 = tl.exp(v_29)
-        v_31 = (local_sum_20 * v_30)
-        v_32 = (v_26 - v_28)
-        v_33 = tl.exp(v_32)
-        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
-        v_35 = (v_31 + red_34)
-        local_sum_20 = v_35
-        local_max_21 = v_28
-    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
-    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
-    tl.debug_barrier()
-    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_37 = tl.full([], 0, tl.float32)
-    v_38 = tl.full([], 0, tl.float32)
-    row_max_39 = v_37
-    inv_sum_40 = v_38
-    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
-        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_43 = indices_42 < v_17
-        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
-        v_45 = (offset_41 == v_15)
-        if v_45:
-            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_46 != pieces:
-                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
-            row_max_39 = red_48
-            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_50 = (load_47 - row_max_39)
-            v_51 = tl.exp(v_50)
-            v_52 = (load_49 * v_51)
-            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
-            v_54 = (1.0 / red_53)
-            inv_sum_40 = v_54
-        v_55 = load_44.to(tl.float32)
-        v_56 = (v_55 - row_max_39)
-        v_57 = tl.exp(v_56)
-        v_58 = (v_57 * inv_sum_40)
-        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
-
-
-_softmax_fwd_kernel_da93ef67db.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_f1fe56749e(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
-        v_18 = v_15[None, :]
-        v_19 = tl.where(v_18, load_17, float("-inf"))
-        red_20 = (tl.max(tl.where(mask_11[None, :], v_19, float("-inf")), 1))
-        v_21 = tl.maximum(row_max_8, red_20, propagate_nan=tl.PropagateNan.ALL)
-        v_22 = v_21[:, None]
-        v_23 = (v_19 - v_22)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
-        v_26 = (row_max_8 - v_21)
-        v_27 = tl.exp(v_26)
-        v_28 = (row_sum_7 * v_27)
-        v_29 = (v_28 + red_25)
-        row_sum_7 = v_29
-        row_max_8 = v_21
-    v_30 = (1.0 / row_sum_7)
-    for offset_31 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
-        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_33 = indices_32 < n
-        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
-        v_35 = row_max_8[:, None]
-        v_36 = (load_34 - v_35)
-        v_37 = tl.exp(v_36)
-        v_38 = v_30[:, None]
-        v_39 = (v_37 * v_38)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_f5d3050292(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.bfloat16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 
 # softmax_bwd variant 03823f438242
@@ -4585,7 +4730,7 @@ def softmax_fwd__0dc40091dbdd(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4599,7 +4744,7 @@ def softmax_fwd__1392099c94c7(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4618,13 +4763,13 @@ def softmax_fwd__16a821369a8f(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4cc0e81a0e, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_5154d1b174, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_da93ef67db, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_391137b50f, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4641,7 +4786,7 @@ def softmax_fwd__1a9c5977677b(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_6f7c9733e9, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4655,7 +4800,7 @@ def softmax_fwd__22c05524d8fb(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 2, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 2, 2)
     return out
 
 
@@ -4669,7 +4814,7 @@ def softmax_fwd__325672a8aed5(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_6f7c9733e9, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -4688,13 +4833,13 @@ def softmax_fwd__37fa98dafaee(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b68e370d81, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_80f4c1e8fe, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_acd6b545ab, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e30ecff72b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4713,13 +4858,13 @@ def softmax_fwd__3ab2f621ac6c(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_9583b00c52, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_418ed078ca, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1875c62266, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_23af09937e, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4738,13 +4883,13 @@ def softmax_fwd__3b5b83d060fc(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_3cd0298829, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_d069e05459, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_acd6b545ab, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e30ecff72b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4758,7 +4903,7 @@ def softmax_fwd__3dbf59bddd9d(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 2, 2)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 2, 2)
     return out
 
 
@@ -4773,7 +4918,7 @@ def softmax_fwd__3dcd34d28bfe(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_6f7c9733e9, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -4787,7 +4932,7 @@ def softmax_fwd__3f503d622504(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_291c211a19, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4806,13 +4951,13 @@ def softmax_fwd__42d2fe50e6b0(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f1fe56749e, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_4580047e8d, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_5ede49b929, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_975f0676a0, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4831,13 +4976,13 @@ def softmax_fwd__4d04fd1c332c(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_9215c1d83a, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
+    _launch(_softmax_fwd_kernel_0e438f5159, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_abf5e67074, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e9af7ad128, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4851,7 +4996,7 @@ def softmax_fwd__4f7cc7b8f428(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
     return out
 
 
@@ -4865,7 +5010,7 @@ def softmax_fwd__5de2ea1c4d5e(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4a2ca06028, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x_sizes[1], _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_2d8cdc790e, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x_sizes[1], _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -4879,7 +5024,7 @@ def softmax_fwd__5f390fa734a0(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4894,7 +5039,7 @@ def softmax_fwd__628d86f4df6a(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f5d3050292, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x_sizes[1], _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_93bf7f6c48, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x_sizes[1], _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -4913,13 +5058,13 @@ def softmax_fwd__67af87f0c15f(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_9583b00c52, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_418ed078ca, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1875c62266, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_23af09937e, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4934,7 +5079,7 @@ def softmax_fwd__6b5f5477ff7c(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
     return out
 
 
@@ -4953,13 +5098,13 @@ def softmax_fwd__6da3408e37b6(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f1fe56749e, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_4580047e8d, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_3d68c46a94, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_77ab0069e9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4973,7 +5118,7 @@ def softmax_fwd__78c27524bd56(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -4990,7 +5135,7 @@ def softmax_fwd__7a2566ec50c0(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -5009,13 +5154,13 @@ def softmax_fwd__8805a55a818c(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_788da8326d, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_f6fd6a7a68, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_2213b3608f, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_adce1f277f, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5034,13 +5179,13 @@ def softmax_fwd__8b2dec42d46b(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_9215c1d83a, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_0e438f5159, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_abf5e67074, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e9af7ad128, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5054,7 +5199,7 @@ def softmax_fwd__8ced301773de(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_291c211a19, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -5068,7 +5213,7 @@ def softmax_fwd__8fee5be22ac1(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -5083,7 +5228,7 @@ def softmax_fwd__ae88e51f47ac(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_6f7c9733e9, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -5097,7 +5242,7 @@ def softmax_fwd__b0b6bcdfe26f(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -5116,13 +5261,13 @@ def softmax_fwd__b55b4599dc15(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b68e370d81, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_80f4c1e8fe, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_49eae7d1dd, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e4cea5c00c, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5135,7 +5280,7 @@ def softmax_fwd__baaea293167d(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_a80f3dacb6, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x.size(1), 16384), 16, 1)
+    _launch(_softmax_fwd_kernel_12758d8612, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x.size(1), 16384), 16, 1)
     return out
 
 
@@ -5150,7 +5295,7 @@ def softmax_fwd__bf53b4772f5a(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_6f7c9733e9, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -5169,13 +5314,13 @@ def softmax_fwd__d2e99a3f4976(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b68e370d81, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
+    _launch(_softmax_fwd_kernel_80f4c1e8fe, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_49eae7d1dd, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_e4cea5c00c, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5189,7 +5334,7 @@ def softmax_fwd__ddc972cb4f37(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -5206,7 +5351,7 @@ def softmax_fwd__e8712739e775(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_7e4b768f4d, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -5220,7 +5365,7 @@ def softmax_fwd__e916d2eaaf9f(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -5239,13 +5384,13 @@ def softmax_fwd__ebee4eb12a78(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_804ebf43c5, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_b024add934, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_92893928a8, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_db359d3db9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5264,13 +5409,13 @@ def softmax_fwd__efbdcfbe7bb1(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_85c2d7aa04, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_aa36833400, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_8e1fc847bf, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_8130ae3495, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5284,7 +5429,7 @@ def softmax_fwd__efdf5fac1d73(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_291c211a19, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -5298,7 +5443,7 @@ def softmax_fwd__f3b62a2474fb(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_baa1a37a0b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_91a5297027, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -5311,7 +5456,7 @@ def softmax_fwd__f65655c1bda6(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_5a5e8b295f, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x.size(1), 16384), 16, 1)
+    _launch(_softmax_fwd_kernel_cf5fb7b27e, (m,), (m, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, x.size(1), 16384), 16, 1)
     return out
 
 
@@ -5330,13 +5475,13 @@ def softmax_fwd__f6823f3800d1(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_9215c1d83a, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_0e438f5159, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1875c62266, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_23af09937e, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5355,13 +5500,13 @@ def softmax_fwd__f936cdae5dd0(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b74257df48, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_cd4c58cc33, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_3e28de4ae4, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_bb8516aa8c, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 

@@ -7,7 +7,7 @@ import triton
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
-from ._harness import check_kernel, rand_positive, randn
+from ._harness import check_kernel, rand_positive, randn, without_nan
 
 LONG_ROW = 300000
 PERSISTENT_AND_LOOPED = [{"reduction_loops": [None]}, {"reduction_loops": [4096]}]
@@ -77,6 +77,66 @@ def test_row_statistics(shape, device):
 def test_row_statistics_long_rows(device):
     check_kernel(row_statistics, (randn(2, LONG_ROW, device=device),), _row_statistics_reference,
                  n_random=0, overrides=PERSISTENT_AND_LOOPED, atol=1e-5)
+
+
+def with_nan_rows(x: torch.Tensor) -> torch.Tensor:
+    """`x` with NaN in some rows: once at the start, twice (the first NaN's index is due), beside
+    +inf and -inf, and a whole row; rows without NaN stay as they are."""
+    x = x.clone()
+    n = x.size(1)
+    rows = [(0, [0]), (2, [n - 1, n // 2]), (3, [n // 3]), (5, list(range(n)))]
+    for row, columns in rows:
+        if row < x.size(0):
+            x[row, columns] = float("nan")
+    if x.size(0) > 3 and n > 2:
+        x[3, 0], x[3, n - 1] = float("inf"), float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 129), (7, 5000)])
+def test_row_statistics_of_nan_rows(shape, device):
+    """amax / amin / max(dim) give NaN for a row holding NaN, as PyTorch's (Triton's tl.max passes
+    over it on the GPU), in persistent and looped reductions."""
+    x = with_nan_rows(randn(*shape, device=device))
+    check_kernel(row_statistics, (x,), lambda x: without_nan(*_row_statistics_reference(x)),
+                 outputs=lambda r, a: without_nan(*r), overrides=looped(shape[1]))
+
+
+@helion.kernel()
+def row_extremes(x: torch.Tensor):
+    m, n = x.size()
+    values = torch.empty([2, m], dtype=x.dtype, device=x.device)
+    indices = torch.empty([4, m], dtype=torch.int64, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        high = torch.max(row, dim=1)
+        low = row.min(dim=-1)
+        values[0, tile_m] = high.values
+        values[1, tile_m] = low.values
+        indices[0, tile_m] = high.indices
+        indices[1, tile_m] = low.indices
+        indices[2, tile_m] = torch.argmax(row, dim=1)
+        indices[3, tile_m] = row.argmin(1)
+    return values, indices
+
+
+def _row_extremes_reference(x):
+    high, low = x.max(1), x.min(1)
+    return (without_nan(torch.stack([high.values, low.values]))[0],
+            torch.stack([high.indices, low.indices, x.argmax(1), x.argmin(1)]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1), (6, 129), (7, 300)])
+def test_row_extremes_and_their_indices(shape, dtype, device):
+    """The values and indices of max / min / argmax / argmin: the first extreme's index; a NaN
+    wins, as in PyTorch (tl.argmax passes over it); ties (repeated values) take the first."""
+    x = randn(*shape, device=device).to(dtype)
+    if shape[1] > 4:
+        x[:, 3] = x.amax(1)  # a tie with the row's largest value, after it or before it
+        x[1, -1] = x[1].amin()
+    x = with_nan_rows(x)
+    check_kernel(row_extremes, (x,), _row_extremes_reference, outputs=lambda r, a: (without_nan(r[0])[0], r[1]))
 
 
 @helion.kernel()

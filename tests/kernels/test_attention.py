@@ -175,7 +175,7 @@ def test_forward_scales_inside_the_exponential(causal):
         bound = attention.attention_fwd.bind((q, k, v, causal, 0.125))
         _, config = config_with("", {("diagonal_branch", None): branch})(bound)
         source = bound.to_triton_code(config)
-        maxima = re.findall(r"(red_\d+) = \(tl\.max\((?:tl\.where\(\w+(?:\[[^\]]*\])?, )?(\w+)", source)
+        maxima = re.findall(r"(red_\d+) = \(tl\.reduce\((?:tl\.where\(\w+(?:\[[^\]]*\])?, )?(\w+)[^\n]*, 1, _max_\w+\)", source)
         assert len(maxima) == (1 if branch or not causal else 2), maxima  # one per key loop
         for reduced, scores in maxima:
             assert _unscaled(scores, source), scores
