@@ -3,7 +3,7 @@ compositions of Triton's exp, log, sqrt, sin and cos (its libdevice functions do
 the interpreter the tests use): `log1p` and `expm1` accurate near 0, `log10`, `tan`, `sinh`,
 `cosh`, `tanh` (accurate near 0), `asinh`, `acosh`, `atanh`, `atan`, `asin`, `acos` (and their `arc*` names), `hypot`,
 `copysign`, `signbit`, `frac`, `fmax` / `fmin` (NaN only where both are), `xlogy`, `heaviside`,
-`logit`, `rad2deg` / `deg2rad`, `clamp_min` / `clamp_max`, `rsub`, `sgn`, `tril` / `triu`, the function forms of the
+`logit`, `erfinv` (float32 precision; float64 refused), `rad2deg` / `deg2rad`, `clamp_min` / `clamp_max`, `rsub`, `sgn`, `tril` / `triu`, the function forms of the
 comparisons (`eq`, `ne`, `lt`, `le`, `gt`, `ge` and their long names), `logical_and` / `or` /
 `xor` / `not`, `bitwise_and` / `or` / `xor` / `not`, `count_nonzero`, `aminmax`, and the
 activations `selu`, `celu`, `softsign`, `tanhshrink`, `threshold` and `F.normalize`. Each has
@@ -26,6 +26,15 @@ LN2 = math.log(2.0)
 # are log(2|x|)
 LARGE_HYPERBOLIC = 20.0
 LARGE_INVERSE_HYPERBOLIC = 2.0**12
+# erfinv(y) / y in float32 as polynomials (lowest power first) of w = -log(1 - y^2): in w - 2.5 for
+# w < 5 (|y| < 0.9966), in sqrt(w) - 3 above (to float32's last y below 1, w 15.9); least-squares
+# fits of relative error against torch.special.erfinv in float64, within 3 ulp of it over float32
+ERFINV_CENTRAL = (1.5014094114303589, 0.24664027988910675, -0.004177388269454241, -0.0012527258368209004,
+                  0.00021834571089129895, -4.972750048182206e-06, -3.463049779384164e-06, 4.682014491663722e-07,
+                  2.3261462089863016e-08, -8.936902773371003e-09)
+ERFINV_TAIL = (2.832976818084717, 1.001675009727478, 0.0094454949721694, -0.007637765258550644, 0.005685125477612019,
+               -0.003594775451347232, 0.0014901345130056143, -6.249816215131432e-05, -0.000313790631480515,
+               0.0001200541082653217)
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 COMPARISON_FUNCTIONS = {
@@ -35,7 +44,7 @@ COMPARISON_FUNCTIONS = {
 BITWISE_FUNCTIONS = {"bitwise_and": ast.BitAnd, "bitwise_or": ast.BitOr, "bitwise_xor": ast.BitXor}
 METHOD_NAMES = ("log1p", "expm1", "log10", "tan", "tanh", "sinh", "cosh", "asinh", "acosh", "atanh", "atan", "asin", "acos",
                 "arcsinh", "arccosh", "arctanh", "arctan", "arcsin", "arccos", "hypot", "copysign", "signbit", "frac",
-                "fmax", "fmin", "xlogy", "heaviside", "logit", "rad2deg", "deg2rad", "clamp_min", "clamp_max",
+                "fmax", "fmin", "xlogy", "heaviside", "logit", "erfinv", "rad2deg", "deg2rad", "clamp_min", "clamp_max",
                 "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
                 "bitwise_xor", "bitwise_not", "count_nonzero", "aminmax", "sgn", "tril", "triu", *COMPARISON_FUNCTIONS)
 CORE_MATH_METHODS = ("sin", "cos", "erf", "log2", "reciprocal", "floor", "ceil")
@@ -79,6 +88,7 @@ class ElementaryMixin:
             torch.xlogy: self.xlogy,
             torch.heaviside: self.heaviside,
             torch.logit: self.logit,
+            torch.erfinv: self.erfinv,
             torch.rad2deg: lambda v: self.mul(self.floating(v), 180.0 / math.pi),
             torch.deg2rad: lambda v: self.mul(self.floating(v), math.pi / 180.0),
             torch.clamp_min: lambda v, min: self.clamp(v, min, None),
@@ -108,6 +118,7 @@ class ElementaryMixin:
         for long_name, short_name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"),
                                       ("arctan", "atan"), ("arcsin", "asin"), ("arccos", "acos")):
             table[getattr(torch, long_name)] = table[getattr(torch, short_name)]
+        table[torch.special.erfinv] = table[torch.erfinv]
         return table
 
     def elementary_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
@@ -181,6 +192,30 @@ class ElementaryMixin:
             return self.where(middle, near, far)
 
         return self.in_compute(value, compute)
+
+    def erfinv(self, value: Any) -> TVal:
+        """The inverse error function: y * P(w) for w = -log((1 - y)(1 + y)) (ERFINV_CENTRAL,
+        ERFINV_TAIL); +-inf at +-1, NaN past them. Float64 is refused: the fits hold float32's
+        precision."""
+        value = self.to_tval(value)
+        if value.dtype == torch.float64:
+            raise self.error(exc.NotSupported, "torch.erfinv of float64 values: device code computes it to float32 precision")
+
+        def compute(y: TVal) -> TVal:
+            w = self.unary_op(ast.USub(), self.math("log", self.mul(self.sub(1.0, y), self.add(1.0, y))))
+            central = self.polynomial(self.sub(w, 2.5), ERFINV_CENTRAL)
+            tail = self.polynomial(self.sub(self.math("sqrt", w), 3.0), ERFINV_TAIL)
+            inverse = self.mul(self.where(self.binary(ast.Lt(), w, 5.0), central, tail), y)
+            return self.where(self.binary(ast.Eq(), self.abs(y), 1.0), self.copysign(float("inf"), y), inverse)
+
+        return self.in_compute(value, compute)
+
+    def polynomial(self, t: TVal, coefficients: tuple) -> TVal:
+        """sum(c_i * t**i) by Horner's rule, `coefficients` lowest power first."""
+        out: Any = coefficients[-1]
+        for c in coefficients[-2::-1]:
+            out = self.add(self.mul(out, t), c)
+        return out
 
     # ------------------------------------------------------------------ hyperbolic and inverse
     def sinh(self, x: TVal) -> TVal:

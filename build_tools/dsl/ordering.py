@@ -1,5 +1,5 @@
 """Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk`, `flip`
-(`fliplr`, `flipud`) and `roll`, and the order statistics `median`, `nanmedian` and `kthvalue`,
+(`fliplr`, `flipud`), `roll` and `gather`, and the order statistics `median`, `nanmedian` and `kthvalue`,
 with PyTorch's semantics over the valid lanes of a block.
 
 Triton's `tl.sort`, `tl.topk` and `tl.flip` work on a whole power-of-two block and return values
@@ -20,7 +20,7 @@ import torch
 
 from . import exc
 from .reduce import ValuesIndices
-from .values import ONE, RDim, TVal, extent_key, place
+from .values import ONE, RDim, TVal, extent_key, place, same_dim
 
 # Ranks: the 32-bit order key shifted above a 31-bit position; padding ranks below every key
 POSITION_BITS = 31
@@ -44,6 +44,7 @@ class OrderingMixin:
             torch.median: lambda v, dim=None, keepdim=False: self.order_statistic("median", v, dim, keepdim),
             torch.nanmedian: lambda v, dim=None, keepdim=False: self.order_statistic("nanmedian", v, dim, keepdim),
             torch.kthvalue: lambda v, k, dim=-1, keepdim=False: self.order_statistic("kthvalue", v, dim, keepdim, k),
+            torch.gather: self.gather,
         }
 
     def ordering_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
@@ -51,7 +52,7 @@ class OrderingMixin:
         functions = self.ordering_functions()
         methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
                    for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud", "roll", "median", "nanmedian",
-                                "kthvalue")}
+                                "kthvalue", "gather")}
         methods["flip"] = lambda *dims: self.flip(base, dims[0] if len(dims) == 1 else dims)
         return methods
 
@@ -236,6 +237,29 @@ class OrderingMixin:
                 value = self.gathered_along(value, axis, lambda lane, valid: f"(({lane} - {amount}) % {valid} + {valid}) % {valid}",
                                             "rolled")
         return value
+
+    def gather(self, value: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> TVal:
+        """torch.gather along `dim`: out[..., i, ...] = value[..., index[..., i, ...], ...], of
+        index's shape. Its other dims must be value's own (a block's dims are not cut), and value's
+        `dim` whole. A position outside [0, size) gives an undefined element (PyTorch raises);
+        positions are taken modulo the dim's power-of-two block, so none reads past it."""
+        value, index = self.to_tval(value), self.to_tval(index)
+        if index.dtype.is_floating_point or index.dtype == torch.bool:
+            raise self.error(exc.TypeMismatch, f"torch.gather with {index.dtype} positions; they must be integers")
+        rank = len(value.shape)
+        if len(index.shape) != rank or not rank:
+            raise self.error(exc.ShapeMismatch, f"torch.gather of {self.shape_text(value.shape)} at positions "
+                             f"{self.shape_text(index.shape)}: they must have the same number of dims, at least one")
+        axis = dim % rank
+        if not all(same_dim(a, b) for d, (a, b) in enumerate(zip(value.shape, index.shape)) if d != axis):
+            raise self.error(exc.ShapeMismatch, f"torch.gather of {self.shape_text(value.shape)} at positions "
+                             f"{self.shape_text(index.shape)}: the dims other than {dim} must be the same")
+        self.require_whole([value.shape[axis], index.shape[axis]], "torch.gather")
+        if value.shape[axis] is ONE:
+            return self.broadcast_to(value, index.shape)
+        block = value.shape[axis].size_expr
+        lanes = self.make(torch.int32, index.shape, lambda a: f"({a[0]}.to(tl.int32) & ({block} - 1))", [index], "lanes")
+        return self.lane_gather(value, lanes, axis, "gathered")
 
     def moved_axes(self, value: TVal, dims: Any, what: str) -> list[int]:
         """The axes of `dims` that hold more than one lane, each needed whole."""

@@ -20,7 +20,7 @@ from .rng import RandomMixin
 from .split_dims import SplitMixin
 from .sync import SyncMixin
 from .torch_functions import TorchFunctionsMixin
-from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, PartDim, RDim, TileVal, TVal,
+from .values import (BIT_BACKED_FLOATS, LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, PartDim, RDim, TileVal, TVal,
                      compute_dtype, same_dim, scalar_dtype, size_arguments, tl_dtype)
 
 BINARY_OPS = {
@@ -401,6 +401,13 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         if isinstance(op, ast.UAdd):
             return value
         if isinstance(op, ast.USub):
+            if value.dtype in BIT_BACKED_FLOATS:
+                # the sign bit flipped, which is what negation does; Triton's interpreter keeps these
+                # dtypes in integer arrays and negates the integers
+                bits = f"tl.int{value.dtype.itemsize * 8}"
+                flip = -(1 << (value.dtype.itemsize * 8 - 1))
+                return self.make(value.dtype, self.shape_of(value),
+                                 lambda a: f"({a[0]}.to({bits}, bitcast=True) ^ {flip}).to({tl_dtype(value.dtype)}, bitcast=True)", [value])
             return self.make(value.dtype, self.shape_of(value), lambda a: f"(-{a[0]})", [value])
         if isinstance(op, ast.Not) or (isinstance(op, ast.Invert) and value.dtype == torch.bool):
             return self.make(torch.bool, self.shape_of(value), lambda a: f"({a[0]} == 0)", [value])
@@ -638,6 +645,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             "var_mean": lambda *a, **k: self.var_mean(base, *a, **k),
             "cumsum": lambda dim, dtype=None: self.cumulative("cumsum", base, dim, dtype),
             "cumprod": lambda dim, dtype=None: self.cumulative("cumprod", base, dim, dtype),
+            "cummax": lambda dim: self.cumulative_extremum("max", base, dim),
+            "cummin": lambda dim: self.cumulative_extremum("min", base, dim),
             "var": lambda *a, **k: self.var_mean(base, *a, **k)[0],
             "softmax": lambda dim, **k: self.softmax(base, dim, log=False),
             "log_softmax": lambda dim, **k: self.softmax(base, dim, log=True),
@@ -731,6 +740,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[torch.var_mean] = ignore_node(self.var_mean)
         table[torch.cumsum] = ignore_node(lambda v, dim, dtype=None: self.cumulative("cumsum", v, dim, dtype))
         table[torch.cumprod] = ignore_node(lambda v, dim, dtype=None: self.cumulative("cumprod", v, dim, dtype))
+        table[torch.cummax] = ignore_node(lambda v, dim: self.cumulative_extremum("max", v, dim))
+        table[torch.cummin] = ignore_node(lambda v, dim: self.cumulative_extremum("min", v, dim))
         table[torch.var] = ignore_node(lambda v, *a, **k: self.var_mean(v, *a, **k)[0])
         table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
         table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))
@@ -750,6 +761,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[torch.unsqueeze] = ignore_node(self.unsqueeze)
         table[torch.squeeze] = ignore_node(self.squeeze)
         table[torch.stack] = ignore_node(self.stack)
+        for name in ("cat", "concat", "concatenate"):
+            table[getattr(torch, name)] = ignore_node(lambda values, dim=0, *, axis=None: self.cat(values, dim if axis is None else axis))
         table[hl.join] = ignore_node(self.hl_join)
         table[hl.split] = ignore_node(self.hl_split)
         table[torch.matmul] = ignore_node(self.matmul)

@@ -11,7 +11,7 @@ import torch
 from . import exc
 from .emitter import KernelBuilder
 from .inline import inlinable
-from .values import LOW_PRECISION, ONE, RDim, TVal, compute_dtype, placed_mask, same_dim, shape_key, tl_dtype
+from .values import LOW_PRECISION, ONE, RDim, TVal, compute_dtype, place, placed_mask, same_dim, shape_key, tl_dtype
 
 
 def opaque_identity(x: str) -> str:
@@ -235,11 +235,13 @@ class ReduceMixin:
             "first = li < ri",
             f"left = (lv {beats} rv) | ((lv == rv) & first) | ((lv != lv) & ((rv == rv) | first))",
             "return tl.where(left, lv, rv), tl.where(left, li, ri)"], f"arg{kind}")
-        index = f"tl.arange(0, {shape[axis].size_expr})"
-        if len(shape) > 1:
-            places = ", ".join(":" if d == axis else "None" for d in range(len(shape)))
-            index = f"tl.broadcast_to({index}[{places}], [{', '.join(d.size_expr for d in shape)}])"
-        return lambda x: f"tl.reduce(({x}, {index}), {axis}, {helper}{keep})[1]"
+        return lambda x: f"tl.reduce(({x}, {self.lane_positions(shape, axis)}), {axis}, {helper}{keep})[1]"
+
+    @staticmethod
+    def lane_positions(shape: tuple, axis: int) -> str:
+        """Each lane's position along `axis` (int32), broadcast to a block of `shape`."""
+        index = place(f"tl.arange(0, {shape[axis].size_expr})", [axis], len(shape))
+        return index if len(shape) == 1 else f"tl.broadcast_to({index}, [{', '.join(d.size_expr for d in shape)}])"
 
     def softmax(self, value: Any, dim: int, log: bool, dtype: Any = None) -> TVal:
         value = self.to_tval(value)
@@ -291,6 +293,26 @@ class ReduceMixin:
             x = self.make(compute, x.shape, lambda a: f"tl.where({mask}, {a[0]}, {identity})", [x])
         scanned = self.make(compute, x.shape, lambda a: f"tl.{kind}({a[0]}, {axis}, reverse={bool(reverse)})", [x], "scan")
         return self.to_dtype(scanned, out_dtype)
+
+    def cumulative_extremum(self, kind: str, value: Any, dim: int) -> ValuesIndices:
+        """torch.cummax / cummin along `dim`: (the running largest or smallest value, the int64
+        position where it was last reached), as PyTorch's: a later equal value takes over the
+        index, and from a NaN on the values are NaN (each later NaN taking the index).
+        tl.associative_scan over (value, position) pairs; low-precision floats compare in
+        float32, bool as int8. Lanes past a tile's end follow the valid ones, changing none."""
+        value = self.to_tval(value)
+        self.require_eager(value, f"torch.cum{kind}")
+        compute = torch.int8 if value.dtype == torch.bool else compute_dtype(value.dtype)
+        x = self.to_dtype(value, compute)
+        axis = dim % len(x.shape)
+        beats = ">=" if kind == "max" else "<="
+        later = f"(rv {beats} lv) | (rv != rv)" if compute.is_floating_point else f"rv {beats} lv"
+        helper = self.builder.helper(["lv", "li", "rv", "ri"], [
+            f"later = {later}", "return tl.where(later, rv, lv), tl.where(later, ri, li)"], f"cum{kind}")
+        positions = self.lane_positions(x.shape, axis)
+        values, indices = self.results(f"tl.associative_scan(({self.atom(x)}, {positions}), {axis}, {helper})",
+                                       [compute, torch.int32], x.shape, single=False)
+        return ValuesIndices((self.to_dtype(values, value.dtype), self.to_dtype(indices, torch.int64)))
 
     def call_python(self, fn: Any, node: ast.Call, args: list) -> Any:
         """`fn(*args)` inlined, `fn` being the first argument (or `combine_fn=`) of the call `node`."""

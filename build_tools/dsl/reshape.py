@@ -293,6 +293,39 @@ class ReshapeMixin:
         order.insert(dim, rank - 1)
         return self.permute(joined, order)
 
+    def cat(self, values: Any, dim: int = 0) -> TVal:
+        """`torch.cat(values, dim)` (`concat`, `concatenate`): device values of one shape, a power of
+        two of them, joined along an existing dim: stacked along a new dim before it, the two
+        merged (the first value's elements first). Joining whole dims of a power-of-two extent
+        gives the whole dim of their total (a run-time extent joining the specialization), so the
+        result meets other values of that dim. Values of different extents along `dim` are
+        refused: a block holds one power-of-two extent per dim."""
+        values = [self.to_tval(v) for v in values]
+        if not values:
+            raise self.error(exc.ShapeMismatch, "torch.cat of no values")
+        shape = values[0].shape
+        if not shape:
+            raise self.error(exc.ShapeMismatch, "torch.cat of zero-dim values; they have no dim to join along")
+        for v in values[1:]:
+            if len(v.shape) != len(shape) or not all(same_dim(a, b) or extent_key(a) is not None and extent_key(a) == extent_key(b)
+                                                     for a, b in zip(v.shape, shape)):
+                raise self.error(exc.ShapeMismatch, f"torch.cat of {self.shape_text(shape)} and {self.shape_text(v.shape)}: "
+                                 "the values must have one shape (different extents along the joined dim are not supported)")
+        dim = dim % len(shape)
+        if len(values) == 1:
+            return values[0]
+        stacked = self.stack([self.reshape_to(v, shape) for v in values], dim)
+        inner = stacked.shape[dim + 1]
+        extent = self.fixed_extent(inner) if isinstance(inner, RDim) else None
+        if extent is not None and power_of_two(extent):
+            self.pin_extent(inner)
+            total = len(values) * extent
+            joined = self.rdim_for(total, str(total), str(total))
+            self.require_whole([inner, joined], "torch.cat")
+        else:
+            joined = self.merged_dim([stacked.shape[dim], inner])
+        return self.reshape_to(stacked, stacked.shape[:dim] + (joined,) + stacked.shape[dim + 2:])
+
     def join_halves(self, parts: list, shape: tuple, dtype: Any) -> TVal:
         """`parts` stacked along a new last dim: tl.join of the stacks of the two halves gives
         [..., n/2, 2] (the second index picks the half), moved to [..., 2, n/2] and merged."""

@@ -27,6 +27,8 @@ TL_DTYPES = {
 }
 # floating types computed, accumulated and multiplied into float32
 LOW_PRECISION = (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)
+# float dtypes that Triton's interpreter holds in integer arrays (its negation negates the integers)
+BIT_BACKED_FLOATS = (torch.bfloat16,)
 
 
 DOT_MIN_DIM = 16  # tl.dot needs every operand dim >= 16; smaller whole dims in dots are padded

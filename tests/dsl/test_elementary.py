@@ -177,6 +177,43 @@ def test_binary_and_logical_functions(shape, device):
 
 
 @helion.kernel()
+def inverse_error_function(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x, dtype=torch.float32 if not x.dtype.is_floating_point else x.dtype)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.erfinv(x[tile]) if x.dtype != torch.bfloat16 else x[tile].erfinv()
+    return out
+
+
+def erfinv_inputs(dtype):
+    """Uniform over (-1, 1), then the edges: float32's last values below 1, +-1, past them, NaN,
+    signed zeros, tiny values."""
+    x = torch.rand(3001, dtype=torch.float64) * 2 - 1
+    edges = torch.tensor([1 - 2**-24, -(1 - 2**-23), 1 - 1e-6, 0.999, -0.9966, 0.9967, 1.0, -1.0, 1.5, -2.0,
+                          float("nan"), 0.0, -0.0, 1e-30, -3e-8, 0.5], dtype=torch.float64)
+    x[: len(edges)] = edges
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_erfinv(dtype, device):
+    """Within 3 float32 ulp of PyTorch's float64 erfinv of the same input (a relative 4e-7); half
+    precision within 2 of its ulp (the float32 result rounded)."""
+    x = erfinv_inputs(dtype).to(device)
+    tolerance = {torch.float32: (4e-7, 1e-37), torch.bfloat16: (2**-7, 1e-37), torch.float16: (2**-10, 6e-8)}[dtype]
+    check_kernel(inverse_error_function, (x,), lambda x: without_nan(torch.special.erfinv(x))[0],
+                 outputs=lambda r, a: without_nan(r)[0], rtol=tolerance[0], atol=tolerance[1])
+
+
+def test_erfinv_of_integers_and_doubles(device):
+    x = torch.tensor([-1, 0, 1, 2], dtype=torch.int32, device=device)
+    check_kernel(inverse_error_function, (x,), lambda x: without_nan(torch.special.erfinv(x.double()))[0],
+                 outputs=lambda r, a: without_nan(r)[0], n_random=0)
+    with pytest.raises(exc.NotSupported, match="torch.erfinv of float64 values"):
+        inverse_error_function.bind((randn(8, dtype=torch.float64),)).to_triton_code(
+            inverse_error_function.bind((randn(8, dtype=torch.float64),)).config_spec.default_config())
+
+
+@helion.kernel()
 def bitwise_of_floats(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size(0)):

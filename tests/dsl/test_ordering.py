@@ -1,4 +1,4 @@
-"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) / roll in device code, against
+"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) / roll / gather in device code, against
 PyTorch's stable sort: along whole dims whose size is not a power of two (the block's padding must
 stay out of the valid lanes), along a first dim, within tiles (the last one partial), with NaN,
 infinities, signed zeros and ties; topk's k a compile-time constant, checked against the dim's
@@ -207,6 +207,49 @@ def test_topk_guards_a_run_time_size(device):
 
 
 @helion.kernel()
+def gathered_rows(x: torch.Tensor, index: torch.Tensor, flags: torch.Tensor):
+    m, n = x.size()
+    k = index.size(1)
+    out = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    picked = torch.empty([m, k], dtype=torch.bool, device=x.device)
+    for tile in hl.tile(m):
+        positions = index[tile, :]
+        out[tile, :] = torch.gather(x[tile, :], 1, positions) * 2
+        picked[tile, :] = flags[tile, :].gather(-1, positions)
+    return out, picked
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 1, 3), (5, 37, 20), (9, 16, 50)])
+def test_gather_along_whole_dims(m, n, k, dtype, device):
+    """Fewer or more positions than the row holds (both padded blocks), repeated positions, the
+    row's last element; a one-element row; bool values."""
+    x = row_input((m, n), dtype, device)
+    index = randint(0, n, m, k, device=device)
+    index[:, 0] = n - 1
+    flags = randint(0, 2, m, n, device=device).bool()
+    check_kernel(gathered_rows, (x, index, flags),
+                 lambda x, i, f: (without_nan(torch.gather(x, 1, i) * 2)[0], torch.gather(f, 1, i)),
+                 outputs=lambda r, a: (without_nan(r[0])[0], r[1]))
+
+
+@helion.kernel()
+def gather_at_floats(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.gather(x[tile, :], 1, x[tile, :])
+    return out
+
+
+@helion.kernel()
+def gather_of_other_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.gather(x[tile, :], 1, index[:, :])
+    return out
+
+
+@helion.kernel()
 def top_unspecialized(x: torch.Tensor, k: int) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty([m, 4], dtype=x.dtype, device=x.device)
@@ -238,6 +281,8 @@ def sort_doubles(x: torch.Tensor) -> torch.Tensor:
     (top_rows, lambda: (randn(3, 8), 9), exc.ShapeMismatch, "k=9 is more than the 8 elements"),
     (top_of_tiles, lambda: (randn(40),), exc.NotSupported, "torch.topk along a tile's dim"),
     (sort_doubles, lambda: (randn(3, 8, dtype=torch.float64),), exc.NotSupported, "torch.sort of torch.float64 values"),
+    (gather_at_floats, lambda: (randn(3, 8),), exc.TypeMismatch, "torch.gather with torch.float32 positions"),
+    (gather_of_other_rows, lambda: (randn(3, 8), randint(0, 8, 3, 8)), exc.ShapeMismatch, "the dims other than 1 must be the same"),
 ])
 def test_ordering_errors(kernel, args, error, message):
     with pytest.raises(error, match=message):

@@ -7,7 +7,7 @@ import triton
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
-from ._harness import check_kernel, rand_positive, randn, without_nan
+from ._harness import check_kernel, rand_positive, randint, randn, without_nan
 
 LONG_ROW = 300000
 PERSISTENT_AND_LOOPED = [{"reduction_loops": [None]}, {"reduction_loops": [4096]}]
@@ -137,6 +137,44 @@ def test_row_extremes_and_their_indices(shape, dtype, device):
         x[1, -1] = x[1].amin()
     x = with_nan_rows(x)
     check_kernel(row_extremes, (x,), _row_extremes_reference, outputs=lambda r, a: (without_nan(r[0])[0], r[1]))
+
+
+@helion.kernel()
+def running_extremes(x: torch.Tensor):
+    m, n = x.size()
+    values = torch.empty([2, m, n], dtype=x.dtype, device=x.device)
+    indices = torch.empty([2, m, n], dtype=torch.int64, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        high = torch.cummax(row, dim=1)
+        low = row.cummin(-1)
+        values[0, tile_m, :] = high.values
+        values[1, tile_m, :] = low.values
+        indices[0, tile_m, :] = high.indices
+        indices[1, tile_m, :] = low[1]
+    return values, indices
+
+
+def _running_extremes_reference(x):
+    high, low = x.cummax(1), x.cummin(1)
+    values = torch.stack([high.values, low.values])
+    return (without_nan(values)[0] if values.dtype.is_floating_point else values,
+            torch.stack([high.indices, low.indices]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("shape", [(1, 1), (6, 129), (3, 1000)])
+def test_running_extremes_and_their_indices(shape, dtype, device):
+    """torch.cummax / cummin: a later equal value takes the index (rows of repeated values and
+    ties), and from a NaN on the values are NaN with each later NaN's index, as in PyTorch."""
+    if dtype == torch.int32:
+        x = randint(-20, 20, *shape, device=device).to(dtype)
+    else:
+        x = with_nan_rows((randn(*shape, device=device) * 4).round().to(dtype))  # rounded: many ties
+    if shape[1] > 4:
+        x[-1, :] = x[-1, 0]  # a row of one value
+    outputs = (lambda r, a: (without_nan(r[0])[0], r[1])) if dtype.is_floating_point else None
+    check_kernel(running_extremes, (x,), _running_extremes_reference, outputs=outputs)
 
 
 @helion.kernel()

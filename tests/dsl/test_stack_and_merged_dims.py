@@ -1,4 +1,4 @@
-"""Corpus: `torch.stack` of tiles, views that merge adjacent dims (`reshape(tile.block_size * 2, ...)`,
+"""Corpus: `torch.stack` and `torch.cat` of tiles, views that merge adjacent dims (`reshape(tile.block_size * 2, ...)`,
 `reshape(-1)`), and slices whose start is known only on the device (`x[t, s:s + length]`), as
 Helion's int4_gemm example uses them: packed int4 weights unpacked into two tiles, stacked and
 interleaved along K, multiplied with the slice of A at twice the packed tile's begin."""
@@ -137,6 +137,66 @@ def test_device_start_slice_of_a_host_length_is_masked_at_the_end(step, device):
 
 
 @helion.kernel()
+def rotated_halves(x: torch.Tensor) -> torch.Tensor:
+    m, d = x.size()
+    out = torch.empty_like(x)
+    for tile in hl.tile(m):
+        first, second = x[tile, : d // 2], x[tile, d // 2 :]
+        out[tile, :] = torch.cat([-second, first], dim=-1) * 2.0 + x[tile, :]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m,d", [(1, 64), (37, 128)])
+def test_cat_of_halves_rotates(m, d, dtype, device):
+    """Rotary embedding's rotate_half: the two halves of a row, swapped and one negated."""
+    x = randn(m, d, device=device).to(dtype)
+    check_kernel(rotated_halves, (x,), lambda x: torch.cat([-x[:, d // 2:], x[:, : d // 2]], -1) * 2.0 + x)
+
+
+@helion.kernel()
+def side_by_side(x: torch.Tensor, y: torch.Tensor):
+    m, n = x.size()
+    pairs = torch.empty([m, 2 * n], dtype=x.dtype, device=x.device)
+    quads = torch.empty([m, 4 * n], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        a, b = x[tile, :], y[tile, :]
+        pairs[tile, :] = torch.concat((a, b), axis=1)
+        quads[tile, :] = torch.concatenate([a, b * 2.0, a - b, b], dim=-1)
+    return pairs, quads
+
+
+@pytest.mark.parametrize("m", [1, 45])
+def test_cat_along_whole_dims(m, device):
+    x, y = randn(m, 16, device=device), randn(m, 16, device=device)
+    check_kernel(side_by_side, (x, y), lambda x, y: (torch.cat([x, y], 1), torch.cat([x, y * 2, x - y, y], 1)))
+
+
+@helion.kernel()
+def cat_of_three(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 48], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.cat([x[tile, :], x[tile, :], x[tile, :]], dim=1)
+    return out
+
+
+@helion.kernel()
+def cat_of_unequal_extents(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 24], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.cat([x[tile, :], x[tile, :8]], dim=1)
+    return out
+
+
+@helion.kernel()
+def cat_of_odd_rows(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 2 * x.size(1)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.cat([x[tile, :], x[tile, :]], dim=1)
+    return out
+
+
+@helion.kernel()
 def two_device_bounds(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size(0)):
@@ -164,8 +224,16 @@ def split_into_thirds_inferred(x: torch.Tensor) -> torch.Tensor:
     (two_device_bounds, exc.NotSupported, "start:start \\+ length"),
     (stack_of_three, exc.NotSupported, "power of two"),
     (split_into_thirds_inferred, exc.ShapeMismatch, "split into .*: each part must be a power of two"),
+    (cat_of_three, exc.NotSupported, "stack a power of two"),
+    (cat_of_unequal_extents, exc.ShapeMismatch, "torch.cat of .*: the values must have one shape"),
 ])
 def test_unsupported_forms_say_what_is_supported(kernel, error, message):
-    x = randn(40)
+    x = randn(40) if kernel in (two_device_bounds, stack_of_three, split_into_thirds_inferred) else randn(40, 16)
     with pytest.raises(error, match=message):
         kernel.bind((x,)).to_triton_code(kernel.bind((x,)).config_spec.default_config())
+
+
+def test_cat_along_a_whole_dim_of_a_padded_size_is_refused():
+    x = randn(40, 13)
+    with pytest.raises(exc.ShapeMismatch, match="merged into one: each must be a tile's block or a whole dim of a constant power-of-two size"):
+        cat_of_odd_rows.bind((x,)).to_triton_code(cat_of_odd_rows.bind((x,)).config_spec.default_config())
