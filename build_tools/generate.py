@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from build_tools.dsl.emitter import split_combine_functions
 from build_tools.dsl.gluon_lowering import HEADER
 from helion_kernels._variant import (canonical_json, dtype_variant_id, dtypes_key, to_plain, twin_config, variant_id,
                                      with_dtypes)
@@ -231,7 +232,7 @@ def render_family(family: str, specs: list, variants: dict) -> str:
     from build_tools.dsl import Config
     from build_tools.dsl.replayable import replayable as launcher_replayable
 
-    kernels, helpers, launchers, replayable = {}, {}, [], []
+    kernels, helpers, combines, launchers, replayable = {}, {}, {}, [], []
     gluon = False
     for (op, vid), variant in sorted(variants.items()):
         code = variant.bound.generate(Config.from_json(json.dumps(variant.config)), f"{op}__{vid}")
@@ -239,6 +240,11 @@ def render_family(family: str, specs: list, variants: dict) -> str:
         for name, source in sorted(code.kernels.items()):
             imports, body = _split_imports(source)
             gluon = gluon or any(line in GLUON_IMPORTS for line in imports)
+            found, body = split_combine_functions(body)  # defined once in the module, shared by its kernels
+            for combine, text in found.items():
+                if combines.setdefault(combine, text) != text:
+                    raise GenerationError(f"{family}: two different combine functions are both named {combine}")
+            body = body.strip("\n")
             if kernels.setdefault(name, body) != body:
                 raise GenerationError(f"{family}: two different kernels are both named {name}")
         _, launcher = _split_imports(code.launcher)
@@ -259,6 +265,7 @@ def render_family(family: str, specs: list, variants: dict) -> str:
               'entries using it).\n"""\n' + "\n".join(ALLOWED_IMPORTS + (GLUON_IMPORTS if gluon else ())))
     lines = [header, f"OP_INFO = {json.dumps(op_info, sort_keys=True)}"]
     lines += [source.strip("\n") for _, source in sorted(helpers.items())]
+    lines += [text.strip("\n") for _, text in sorted(combines.items())]
     lines += ["\n\n".join(body for _, body in sorted(kernels.items()))] if kernels else []
     lines += ["\n\n\n".join(text for _, _, text in launchers)] if launchers else []
     table = ["VARIANTS = {"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -112,10 +113,26 @@ class KernelBuilder:
 KERNEL_DECORATOR = "@_jit_on_first_launch\n"
 
 
+# a combine function of KernelBuilder.helper: its decorator, its def line, its indented body
+COMBINE_FUNCTION = re.compile(r"^@triton\.jit\ndef (\w+)\([^\n]*\n(?:[ \t]+[^\n]*\n)*\n*", re.M)
+
+
 def split_helpers(source: str) -> tuple[str, str]:
     """(the combine functions, the kernel from its `def` on) of a source from KernelBuilder.render."""
     helpers, kernel = source.split(KERNEL_DECORATOR, 1)
     return helpers, kernel
+
+
+def split_combine_functions(source: str) -> tuple[dict, str]:
+    """({name: text} of the combine functions in a kernel's source (Triton or lowered), the source
+    without them), so that a module holding many kernels defines each function once."""
+    found = {}
+
+    def take(match: re.Match) -> str:
+        found[match.group(1)] = match.group(0).rstrip("\n") + "\n"
+        return ""
+
+    return found, COMBINE_FUNCTION.sub(take, source)
 
 
 def compile_options_text(options: dict) -> str:

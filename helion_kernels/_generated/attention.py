@@ -1688,6 +1688,11 @@ def _tma_operand(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
 @gluon.jit
 def _attention_bwd_gluon_0d6aabbcec_loader(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, k_desc_0, v_desc_1, q_desc_2, grad_out_desc_3, grad_k_desc_4, grad_v_desc_5, _BLOCK_SIZE_2: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_3: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_14_smem, load_15_smem, ring_0, ring_1, row_0, row_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, row_0_ready, row_0_empty, row_1_ready, row_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_2 // GROUPS
@@ -11779,11 +11784,6 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     v_66 = (acc_q_44 * scale)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_09f3976647_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -12083,11 +12083,6 @@ def _attention_fwd_gluon_09f3976647(q_len, q_heads, batch, group, q, q_stride_0,
 
 _attention_fwd_gluon_09f3976647.fn.hk_compile_options = {'maxnreg': 80}
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_147bd71c30_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -12366,11 +12361,6 @@ def _attention_fwd_gluon_147bd71c30(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_147bd71c30_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_147bd71c30_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_147bd71c30_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_16789ebbfe_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -12685,11 +12675,6 @@ def _attention_fwd_gluon_16789ebbfe(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_16789ebbfe_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_16789ebbfe_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_16789ebbfe_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_219b81dc72_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -12950,11 +12935,6 @@ def _attention_fwd_gluon_219b81dc72(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_219b81dc72_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_3f6cb62e85_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -13398,11 +13378,6 @@ def _attention_fwd_gluon_3f6cb62e85(q_len, q_heads, batch, group, q, q_stride_0,
 
 
 _attention_fwd_gluon_3f6cb62e85.fn.hk_compile_options = {'maxnreg': 80}
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_3f9e102ec1_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -13883,11 +13858,6 @@ def _attention_fwd_gluon_3f9e102ec1(q_len, q_heads, batch, tickets, group, q, q_
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_3f9e102ec1_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3f9e102ec1_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_3f9e102ec1_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_4bdd3f11f0_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -14219,11 +14189,6 @@ def _attention_fwd_gluon_4bdd3f11f0(q_len, q_heads, batch, tickets, group, q, q_
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_4bdd3f11f0_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_4bdd3f11f0_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_4bdd3f11f0_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_504ad96ad1_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -14519,11 +14484,6 @@ def _attention_fwd_gluon_504ad96ad1(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_504ad96ad1_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_504ad96ad1_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_62db1b3529_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -14855,11 +14815,6 @@ def _attention_fwd_gluon_62db1b3529(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_62db1b3529_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_62db1b3529_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_62db1b3529_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_6c3a55e043_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -15340,11 +15295,6 @@ def _attention_fwd_gluon_6c3a55e043(q_len, q_heads, batch, tickets, group, q, q_
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_6c3a55e043_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6c3a55e043_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6c3a55e043_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_705f12cb06_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -15788,11 +15738,6 @@ def _attention_fwd_gluon_705f12cb06(q_len, q_heads, batch, group, q, q_stride_0,
 
 _attention_fwd_gluon_705f12cb06.fn.hk_compile_options = {'maxnreg': 80}
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_74d290e533_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -16092,11 +16037,6 @@ def _attention_fwd_gluon_74d290e533(q_len, q_heads, batch, group, q, q_stride_0,
 
 _attention_fwd_gluon_74d290e533.fn.hk_compile_options = {'maxnreg': 80}
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_81ba9433ac_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -16357,11 +16297,6 @@ def _attention_fwd_gluon_81ba9433ac(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_81ba9433ac_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_81ba9433ac_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_81ba9433ac_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_861ecba8b9_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -16641,11 +16576,6 @@ def _attention_fwd_gluon_861ecba8b9(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_861ecba8b9_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_861ecba8b9_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_89e3e42081_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -16960,11 +16890,6 @@ def _attention_fwd_gluon_89e3e42081(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_89e3e42081_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_89e3e42081_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_89e3e42081_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_94191ee0dc_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -17243,11 +17168,6 @@ def _attention_fwd_gluon_94191ee0dc(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_94191ee0dc_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_94191ee0dc_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_ac716761c2_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -17692,11 +17612,6 @@ def _attention_fwd_gluon_ac716761c2(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_ac716761c2_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_ac716761c2_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_ac716761c2_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_c173f9ab71_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -18145,11 +18060,6 @@ def _attention_fwd_gluon_c173f9ab71(q_len, q_heads, batch, group, q, q_stride_0,
 
 _attention_fwd_gluon_c173f9ab71.fn.hk_compile_options = {'maxnreg': 80}
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_d1c50e80ab_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -18478,11 +18388,6 @@ def _attention_fwd_gluon_d1c50e80ab(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_d1c50e80ab_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d1c50e80ab_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d1c50e80ab_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_d3f17cd4e6_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -18931,11 +18836,6 @@ def _attention_fwd_gluon_d3f17cd4e6(q_len, q_heads, batch, group, q, q_stride_0,
 
 _attention_fwd_gluon_d3f17cd4e6.fn.hk_compile_options = {'maxnreg': 80}
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_e81fbc0ed4_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -19267,11 +19167,6 @@ def _attention_fwd_gluon_e81fbc0ed4(q_len, q_heads, batch, tickets, group, q, q_
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_e81fbc0ed4_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e81fbc0ed4_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e81fbc0ed4_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_e9259dee43_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -19568,11 +19463,6 @@ def _attention_fwd_gluon_e9259dee43(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_e9259dee43_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e9259dee43_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @gluon.jit
 def _attention_fwd_gluon_f6ec8828ea_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
@@ -19851,11 +19741,6 @@ def _attention_fwd_gluon_f6ec8828ea(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_f6ec8828ea_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f6ec8828ea_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f6ec8828ea_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @gluon.jit
 def _attention_fwd_gluon_f7d9602d55_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -20188,11 +20073,6 @@ def _attention_fwd_gluon_f7d9602d55(q_len, q_heads, batch, tickets, group, q, q_
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_f7d9602d55_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f7d9602d55_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_f7d9602d55_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _attention_fwd_kernel_5eb87d477e(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -20249,11 +20129,6 @@ def _attention_fwd_kernel_5eb87d477e(q_len, q_heads, batch, group, q, q_stride_0
     v_47 = (row_max_21 + v_46)
     v_48 = (v_47 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_48, mask=(mask_7))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _attention_fwd_kernel_648a27854f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -20346,11 +20221,6 @@ def _attention_fwd_kernel_648a27854f(q_len, q_heads, batch, group, q, q_stride_0
     v_79 = (row_max_49 + v_78)
     v_80 = (v_79 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_80, mask=(mask_7))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _attention_fwd_kernel_77f7131dc1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -20447,11 +20317,6 @@ def _attention_fwd_kernel_77f7131dc1(q_len, q_heads, batch, group, q, q_stride_0
     v_83 = (v_82 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _attention_fwd_kernel_9147fe2a87(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -20510,11 +20375,6 @@ def _attention_fwd_kernel_9147fe2a87(q_len, q_heads, batch, group, q, q_stride_0
     v_49 = (row_max_21 + v_48)
     v_50 = (v_49 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_50, mask=(mask_7))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _attention_fwd_kernel_a7747fcbed(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -20610,11 +20470,6 @@ def _attention_fwd_kernel_a7747fcbed(q_len, q_heads, batch, group, q, q_stride_0
     v_82 = (row_max_50 + v_81)
     v_83 = (v_82 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _attention_fwd_kernel_b00743bda0(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):

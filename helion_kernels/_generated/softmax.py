@@ -1616,6 +1616,11 @@ def _next_power_of_2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+@triton.jit
+def _max_f4e3fa2f3b(left, right):
+    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
+
+
 @_jit_on_first_launch
 def _softmax_bwd_kernel_09f8847e7a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -2330,11 +2335,6 @@ def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, o
     v_13 = v_12.to(tl.bfloat16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_0e438f5159(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -2382,11 +2382,6 @@ def _softmax_fwd_kernel_0e438f5159(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_12758d8612(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -2422,11 +2417,6 @@ def _softmax_fwd_kernel_12758d8612(m_split_m, x, x_stride_0, x_stride_1, out, ou
         c_20 = (c_19 * v_15)
         c_21 = c_20.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_23af09937e(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2506,11 +2496,6 @@ def _softmax_fwd_kernel_23af09937e(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_23af09937e.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_291c211a19(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -2530,11 +2515,6 @@ def _softmax_fwd_kernel_291c211a19(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_13 = v_12.to(tl.float16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_2d8cdc790e(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -2552,11 +2532,6 @@ def _softmax_fwd_kernel_2d8cdc790e(m_split_m, x, x_stride_0, x_stride_1, out, ou
     v_11 = (1.0 / red_10)
     v_12 = (v_9 * v_11)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_391137b50f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2636,11 +2611,6 @@ def _softmax_fwd_kernel_391137b50f(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_391137b50f.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_418ed078ca(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -2688,11 +2658,6 @@ def _softmax_fwd_kernel_418ed078ca(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_4580047e8d(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -2737,11 +2702,6 @@ def _softmax_fwd_kernel_4580047e8d(m_split_m, padded, padded_block_n, n, x, x_st
         v_38 = v_30[:, None]
         v_39 = (v_37 * v_38)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_5154d1b174(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2790,11 +2750,6 @@ def _softmax_fwd_kernel_5154d1b174(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_6f7c9733e9(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -2811,11 +2766,6 @@ def _softmax_fwd_kernel_6f7c9733e9(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_10 = (1.0 / red_9)
     v_11 = (v_8 * v_10)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_77ab0069e9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2910,11 +2860,6 @@ def _softmax_fwd_kernel_77ab0069e9(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_77ab0069e9.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_7e4b768f4d(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -2933,11 +2878,6 @@ def _softmax_fwd_kernel_7e4b768f4d(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_12 = (v_9 * v_11)
     v_13 = v_12.to(tl.bfloat16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_80f4c1e8fe(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2986,11 +2926,6 @@ def _softmax_fwd_kernel_80f4c1e8fe(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_8130ae3495(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3071,11 +3006,6 @@ def _softmax_fwd_kernel_8130ae3495(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_8130ae3495.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_91a5297027(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -3093,11 +3023,6 @@ def _softmax_fwd_kernel_91a5297027(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_11 = (1.0 / red_10)
     v_12 = (v_9 * v_11)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_93bf7f6c48(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3117,11 +3042,6 @@ def _softmax_fwd_kernel_93bf7f6c48(m_split_m, x, x_stride_0, x_stride_1, out, ou
     v_12 = (v_9 * v_11)
     v_13 = v_12.to(tl.bfloat16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_975f0676a0(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3199,11 +3119,6 @@ def _softmax_fwd_kernel_975f0676a0(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_975f0676a0.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_aa36833400(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -3251,11 +3166,6 @@ def _softmax_fwd_kernel_aa36833400(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_adce1f277f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3335,11 +3245,6 @@ def _softmax_fwd_kernel_adce1f277f(split_m_pieces, sync, split_m, sync_stride_0,
 
 
 _softmax_fwd_kernel_adce1f277f.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_b024add934(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -3421,11 +3326,6 @@ def _softmax_fwd_kernel_b024add934(m_split_m, padded, padded_block_n, n, x, x_st
         v_71 = (v_69 * v_70)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_64[None, :] * out_stride_1), v_71, mask=(mask_4[:, None]) & (mask_65[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_bb8516aa8c(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -3502,11 +3402,6 @@ def _softmax_fwd_kernel_bb8516aa8c(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_bb8516aa8c.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_cd4c58cc33(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -3552,11 +3447,6 @@ def _softmax_fwd_kernel_cd4c58cc33(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = (v_37 * v_38)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_cf5fb7b27e(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -3591,11 +3481,6 @@ def _softmax_fwd_kernel_cf5fb7b27e(m_split_m, x, x_stride_0, x_stride_1, out, ou
         c_19 = tl.exp(c_18)
         c_20 = (c_19 * v_15)
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_d069e05459(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -3644,11 +3529,6 @@ def _softmax_fwd_kernel_d069e05459(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_db359d3db9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3769,11 +3649,6 @@ def _softmax_fwd_kernel_db359d3db9(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_db359d3db9.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_e30ecff72b(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -3852,11 +3727,6 @@ def _softmax_fwd_kernel_e30ecff72b(split_m_pieces, sync, split_m, sync_stride_0,
 
 
 _softmax_fwd_kernel_e30ecff72b.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_e4cea5c00c(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3955,11 +3825,6 @@ def _softmax_fwd_kernel_e4cea5c00c(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_e4cea5c00c.fn.hk_concurrent_programs = True
 
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
-
 @_jit_on_first_launch
 def _softmax_fwd_kernel_e9af7ad128(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -4055,11 +3920,6 @@ def _softmax_fwd_kernel_e9af7ad128(split_m_pieces, sync, split_m, sync_stride_0,
 
 
 _softmax_fwd_kernel_e9af7ad128.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _max_f4e3fa2f3b(left, right):
-    return tl.maximum(left, right, propagate_nan=tl.PropagateNan.ALL)
-
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_f6fd6a7a68(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):

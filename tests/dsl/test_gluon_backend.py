@@ -597,7 +597,7 @@ def test_lazy_rescale_lowers_the_accumulator_multiply_to_a_branch():
     name = lines[steady][3:-1]
     definition = next(line for line in reversed(lines[:steady]) if line.startswith(f"{name} = "))
     reduced = re.fullmatch(rf"{name} = \((red_\d+) > 8\.0\)", definition).group(1)
-    assert any(re.match(rf"{reduced} = gl\.max\(.*, 0\)$", line) for line in lines), reduced
+    assert any(re.match(rf"{reduced} = gl\.reduce\(.*, 0, _max_\w+\)$", line) for line in lines), reduced
     wait = max(i for i, line in enumerate(lines[:steady]) if re.match(r"acc_\d+ = warpgroup_mma_wait\(0, ", line))
     accumulator = lines[wait].split(" = ")[0]
     assert lines[steady + 1].startswith("v_") and f"{accumulator} * " in lines[steady + 1]
