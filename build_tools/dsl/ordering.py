@@ -257,6 +257,9 @@ class OrderingMixin:
         self.require_whole([value.shape[axis], index.shape[axis]], "torch.gather")
         if value.shape[axis] is ONE:
             return self.broadcast_to(value, index.shape)
+        for dim in (value.shape[axis], index.shape[axis]):
+            if isinstance(dim, RDim) and not dim.size_param.isdigit():
+                self.pin_extent(dim)  # the two blocks' ratio is compiled in (lane_gather)
         block = value.shape[axis].size_expr
         lanes = self.make(torch.int32, index.shape, lambda a: f"({a[0]}.to(tl.int32) & ({block} - 1))", [index], "lanes")
         return self.lane_gather(value, lanes, axis, "gathered")
@@ -291,7 +294,26 @@ class OrderingMixin:
 
     def lane_gather(self, value: TVal, lanes: TVal, axis: int, prefix: str) -> TVal:
         """`value`'s lanes along `axis` at the int32 positions `lanes` (tl.gather; bool values go
-        as int8)."""
+        as int8). Where the positions' block is longer than the value's (a whole multiple: both
+        are powers of two), they gather in chunks of the value's block from the value repeated
+        along a new dim: Triton 3.6's GPU compiler asserts on a gather longer than its source
+        (OptimizeThreadLocality, `isWarpLocal`; H100, 2026-12-07)."""
         carried = self.to_dtype(value, torch.int8) if value.dtype == torch.bool else value
-        out = self.make(carried.dtype, lanes.shape, lambda a: f"tl.gather({a[0]}, {a[1]}, {axis})", [carried, lanes], prefix)
+        ratio = self.lane_block(lanes.shape[axis]) // self.lane_block(value.shape[axis])
+        if ratio <= 1:
+            render = lambda a: f"tl.gather({a[0]}, {a[1]}, {axis})"  # noqa: E731
+        else:
+            sizes = [d.size_expr for d in lanes.shape]
+            chunks = sizes[:axis] + [str(ratio), value.shape[axis].size_expr] + sizes[axis + 1:]
+            repeated = [d.size_expr for d in value.shape]
+            repeated.insert(axis, str(ratio))
+            render = lambda a: (f"tl.reshape(tl.gather(tl.broadcast_to(tl.expand_dims({a[0]}, {axis}), [{', '.join(repeated)}]), "  # noqa: E731
+                                f"tl.reshape({a[1]}, [{', '.join(chunks)}]), {axis + 1}), [{', '.join(sizes)}])")
+        out = self.make(carried.dtype, lanes.shape, render, [carried, lanes], prefix)
         return self.to_dtype(out, torch.bool) if value.dtype == torch.bool else out
+
+    def lane_block(self, dim: Any) -> int:
+        """The number of lanes of a dim's block at compile time (a whole dim's padded size)."""
+        if isinstance(dim, RDim):
+            return max(1, 1 << (max(dim.size_value, 1) - 1).bit_length())
+        return self.dim_value(dim)

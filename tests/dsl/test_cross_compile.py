@@ -20,7 +20,8 @@ from .test_control_flow import (column_tile_sums, last_row, matmul_bias_on_first
 from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
-from .test_reductions import online_softmax
+from .test_ordering import gathered_rows
+from .test_reductions import online_softmax, row_extremes
 from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
 from .test_nested_tensors import nested, ragged_sums
@@ -122,6 +123,13 @@ CASES = {
     # a slice as long as a registered block times two; int32 nibbles to bfloat16 through float32
     "int4_matmul_widened": (int4_matmul_widened, lambda: (torch.randn(37, 90).bfloat16(),
                                                           pack_int4(torch.randint(-8, 8, (90, 50), dtype=torch.int8))), None),
+    # torch.gather of more positions than the row holds (Triton 3.6 asserts on a gather longer than
+    # its source: they gather in chunks), and of fewer; NaN-propagating max reductions and argmax
+    "gather_longer_than_source": (gathered_rows, lambda: (torch.randn(9, 16).bfloat16(), torch.randint(0, 16, (9, 50)),
+                                                          torch.randint(0, 2, (9, 16)).bool()), None),
+    "gather_shorter_than_source": (gathered_rows, lambda: (torch.randn(5, 37), torch.randint(0, 37, (5, 20)),
+                                                           torch.randint(0, 2, (5, 37)).bool()), None),
+    "row_extremes_with_indices": (row_extremes, lambda: (torch.randn(6, 129).bfloat16(),), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
