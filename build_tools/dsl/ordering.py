@@ -1,5 +1,5 @@
 """Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk`, `flip`
-(`fliplr`, `flipud`), `roll` and `gather`, and the order statistics `median`, `nanmedian` and `kthvalue`,
+(`fliplr`, `flipud`), `roll`, `gather` and `take_along_dim`, and the order statistics `median`, `nanmedian` and `kthvalue`,
 with PyTorch's semantics over the valid lanes of a block.
 
 Triton's `tl.sort`, `tl.topk` and `tl.flip` work on a whole power-of-two block and return values
@@ -45,6 +45,7 @@ class OrderingMixin:
             torch.nanmedian: lambda v, dim=None, keepdim=False: self.order_statistic("nanmedian", v, dim, keepdim),
             torch.kthvalue: lambda v, k, dim=-1, keepdim=False: self.order_statistic("kthvalue", v, dim, keepdim, k),
             torch.gather: self.gather,
+            torch.take_along_dim: self.take_along_dim,
         }
 
     def ordering_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
@@ -52,7 +53,7 @@ class OrderingMixin:
         functions = self.ordering_functions()
         methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
                    for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud", "roll", "median", "nanmedian",
-                                "kthvalue", "gather")}
+                                "kthvalue", "gather", "take_along_dim")}
         methods["flip"] = lambda *dims: self.flip(base, dims[0] if len(dims) == 1 else dims)
         return methods
 
@@ -263,6 +264,23 @@ class OrderingMixin:
         block = value.shape[axis].size_expr
         lanes = self.make(torch.int32, index.shape, lambda a: f"({a[0]}.to(tl.int32) & ({block} - 1))", [index], "lanes")
         return self.lane_gather(value, lanes, axis, "gathered")
+
+    def take_along_dim(self, value: Any, indices: Any, dim: Any = None) -> TVal:
+        """torch.take_along_dim: torch.gather after broadcasting `value` and `indices` over the
+        dims other than `dim` (a dim must be given: device code does not flatten)."""
+        if dim is None:
+            raise self.error(exc.NotSupported, "torch.take_along_dim without a dim in device code (it flattens the value); give a dim")
+        value, indices = self.to_tval(value), self.to_tval(indices)
+        rank = len(value.shape)
+        if len(indices.shape) != rank or not rank:
+            raise self.error(exc.ShapeMismatch, f"torch.take_along_dim of {self.shape_text(value.shape)} at positions "
+                             f"{self.shape_text(indices.shape)}: they must have the same number of dims, at least one")
+        axis = dim % rank
+        others = self.broadcast_shape(value.shape[:axis] + (ONE,) + value.shape[axis + 1:],
+                                      indices.shape[:axis] + (ONE,) + indices.shape[axis + 1:])
+        value = self.broadcast_to(value, others[:axis] + (value.shape[axis],) + others[axis + 1:])
+        indices = self.broadcast_to(indices, others[:axis] + (indices.shape[axis],) + others[axis + 1:])
+        return self.gather(value, axis, indices)
 
     def moved_axes(self, value: TVal, dims: Any, what: str) -> list[int]:
         """The axes of `dims` that hold more than one lane, each needed whole."""

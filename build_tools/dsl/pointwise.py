@@ -647,6 +647,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             "cumprod": lambda dim, dtype=None: self.cumulative("cumprod", base, dim, dtype),
             "cummax": lambda dim: self.cumulative_extremum("max", base, dim),
             "cummin": lambda dim: self.cumulative_extremum("min", base, dim),
+            "logcumsumexp": lambda dim: self.log_cumulative_sum_exp(base, dim),
             "var": lambda *a, **k: self.var_mean(base, *a, **k)[0],
             "softmax": lambda dim, **k: self.softmax(base, dim, log=False),
             "log_softmax": lambda dim, **k: self.softmax(base, dim, log=True),
@@ -742,6 +743,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[torch.cumprod] = ignore_node(lambda v, dim, dtype=None: self.cumulative("cumprod", v, dim, dtype))
         table[torch.cummax] = ignore_node(lambda v, dim: self.cumulative_extremum("max", v, dim))
         table[torch.cummin] = ignore_node(lambda v, dim: self.cumulative_extremum("min", v, dim))
+        table[torch.logcumsumexp] = ignore_node(lambda v, dim: self.log_cumulative_sum_exp(v, dim))
         table[torch.var] = ignore_node(lambda v, *a, **k: self.var_mean(v, *a, **k)[0])
         table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
         table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))

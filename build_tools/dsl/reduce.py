@@ -314,6 +314,24 @@ class ReduceMixin:
                                        [compute, torch.int32], x.shape, single=False)
         return ValuesIndices((self.to_dtype(values, value.dtype), self.to_dtype(indices, torch.int64)))
 
+    def log_cumulative_sum_exp(self, value: Any, dim: int) -> TVal:
+        """torch.logcumsumexp along `dim`: a scan of log(exp(a) + exp(b)) = max + log1p(exp(min -
+        max)) (log1p in its accurate form, as elementary.log1p), exactly max + log 2 where a == b
+        (two infinities of one sign included); NaN propagates. Float32 for low-precision inputs."""
+        value = self.to_tval(value)
+        self.require_eager(value, "torch.logcumsumexp")
+        if not value.dtype.is_floating_point:
+            raise self.error(exc.TypeMismatch, f"torch.logcumsumexp of {value.dtype} values; it takes floats")
+        x = self.to_dtype(value, compute_dtype(value.dtype))
+        axis = dim % len(x.shape)
+        helper = self.builder.helper(["a", "b"], [
+            f"high = {self.nan_extremum('maximum', 'a', 'b')}",
+            "t = tl.exp(tl.where(a == b, 0.0, tl.minimum(a, b) - high))",
+            "u = 1.0 + t",
+            "return high + tl.where(u == 1.0, t, tl.log(u) * (t / (u - 1.0)))"], "logaddexp")
+        scanned = self.make(x.dtype, x.shape, lambda a: f"tl.associative_scan({a[0]}, {axis}, {helper})", [x], "scan")
+        return self.to_dtype(scanned, value.dtype)
+
     def call_python(self, fn: Any, node: ast.Call, args: list) -> Any:
         """`fn(*args)` inlined, `fn` being the first argument (or `combine_fn=`) of the call `node`."""
         if not inlinable(fn):

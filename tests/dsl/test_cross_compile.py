@@ -21,7 +21,7 @@ from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_ordering import gathered_rows
-from .test_reductions import online_softmax, row_extremes
+from .test_reductions import online_softmax, row_extremes, running_log_sums
 from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
 from .test_nested_tensors import nested, ragged_sums
@@ -130,6 +130,7 @@ CASES = {
     "gather_shorter_than_source": (gathered_rows, lambda: (torch.randn(5, 37), torch.randint(0, 37, (5, 20)),
                                                            torch.randint(0, 2, (5, 37)).bool()), None),
     "row_extremes_with_indices": (row_extremes, lambda: (torch.randn(6, 129).bfloat16(),), None),
+    "running_log_sums": (running_log_sums, lambda: (torch.randn(6, 129).bfloat16(),), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }

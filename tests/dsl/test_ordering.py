@@ -1,4 +1,4 @@
-"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) / roll / gather in device code, against
+"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) / roll / gather / take_along_dim in device code, against
 PyTorch's stable sort: along whole dims whose size is not a power of two (the block's padding must
 stay out of the valid lanes), along a first dim, within tiles (the last one partial), with NaN,
 infinities, signed zeros and ties; topk's k a compile-time constant, checked against the dim's
@@ -231,6 +231,26 @@ def test_gather_along_whole_dims(m, n, k, dtype, device):
     check_kernel(gathered_rows, (x, index, flags),
                  lambda x, i, f: (without_nan(torch.gather(x, 1, i) * 2)[0], torch.gather(f, 1, i)),
                  outputs=lambda r, a: (without_nan(r[0])[0], r[1]))
+
+
+@helion.kernel()
+def taken_along_rows(x: torch.Tensor, index: torch.Tensor, shared: torch.Tensor):
+    m, n = x.size()
+    out = torch.empty([m, index.size(1)], dtype=x.dtype, device=x.device)
+    common = torch.empty([m, shared.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        row = x[tile, :]
+        out[tile, :] = torch.take_along_dim(row, index[tile, :], dim=1)
+        common[tile, :] = row.take_along_dim(shared[None, :], -1)  # one row of positions for all rows
+    return out, common
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 2), (5, 37, 20)])
+def test_take_along_dim_broadcasts_the_other_dims(m, n, k, device):
+    x = randn(m, n, device=device)
+    index, shared = randint(0, n, m, k, device=device), randint(0, n, 7, device=device)
+    check_kernel(taken_along_rows, (x, index, shared),
+                 lambda x, i, s: (torch.take_along_dim(x, i, 1), torch.take_along_dim(x, s[None, :], 1)))
 
 
 @helion.kernel()

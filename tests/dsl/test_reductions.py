@@ -140,6 +140,30 @@ def test_row_extremes_and_their_indices(shape, dtype, device):
 
 
 @helion.kernel()
+def running_log_sums(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([2, m, n], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        out[0, tile_m, :] = torch.logcumsumexp(row, dim=1)
+        out[1, tile_m, :] = (row * 40.0).logcumsumexp(-1)  # terms far apart: log1p of tiny ratios
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1), (6, 129), (3, 1000)])
+def test_running_log_sums(shape, dtype, device):
+    """torch.logcumsumexp: NaN rows stay NaN from the NaN on; +inf and -inf (alone and repeated)."""
+    x = with_nan_rows(randn(*shape, device=device)).to(dtype)
+    if shape[1] > 4:
+        x[1, :4] = torch.tensor([float("-inf"), float("-inf"), 2.0, float("inf")], dtype=dtype)
+        x[-2, 5:7] = float("inf")
+    tolerance = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
+    check_kernel(running_log_sums, (x,), lambda x: without_nan(torch.stack([x.logcumsumexp(1), (x * 40.0).logcumsumexp(1)]))[0],
+                 outputs=lambda r, a: without_nan(r)[0], **tolerance)
+
+
+@helion.kernel()
 def running_extremes(x: torch.Tensor):
     m, n = x.size()
     values = torch.empty([2, m, n], dtype=x.dtype, device=x.device)
