@@ -247,20 +247,16 @@ class OrderingMixin:
         value, index = self.to_tval(value), self.to_tval(index)
         if index.dtype.is_floating_point or index.dtype == torch.bool:
             raise self.error(exc.TypeMismatch, f"torch.gather with {index.dtype} positions; they must be integers")
-        rank = len(value.shape)
-        if len(index.shape) != rank or not rank:
-            raise self.error(exc.ShapeMismatch, f"torch.gather of {self.shape_text(value.shape)} at positions "
-                             f"{self.shape_text(index.shape)}: they must have the same number of dims, at least one")
-        axis = dim % rank
+        axis = dim % self.same_rank(value, index, "torch.gather")
         if not all(same_dim(a, b) for d, (a, b) in enumerate(zip(value.shape, index.shape)) if d != axis):
             raise self.error(exc.ShapeMismatch, f"torch.gather of {self.shape_text(value.shape)} at positions "
                              f"{self.shape_text(index.shape)}: the dims other than {dim} must be the same")
         self.require_whole([value.shape[axis], index.shape[axis]], "torch.gather")
         if value.shape[axis] is ONE:
             return self.broadcast_to(value, index.shape)
-        for dim in (value.shape[axis], index.shape[axis]):
-            if isinstance(dim, RDim) and not dim.size_param.isdigit():
-                self.pin_extent(dim)  # the two blocks' ratio is compiled in (lane_gather)
+        for extent in (value.shape[axis], index.shape[axis]):
+            if isinstance(extent, RDim) and not extent.size_param.isdigit():
+                self.pin_extent(extent)  # the two blocks' ratio is compiled in (lane_gather)
         block = value.shape[axis].size_expr
         lanes = self.make(torch.int32, index.shape, lambda a: f"({a[0]}.to(tl.int32) & ({block} - 1))", [index], "lanes")
         return self.lane_gather(value, lanes, axis, "gathered")
@@ -271,16 +267,20 @@ class OrderingMixin:
         if dim is None:
             raise self.error(exc.NotSupported, "torch.take_along_dim without a dim in device code (it flattens the value); give a dim")
         value, indices = self.to_tval(value), self.to_tval(indices)
-        rank = len(value.shape)
-        if len(indices.shape) != rank or not rank:
-            raise self.error(exc.ShapeMismatch, f"torch.take_along_dim of {self.shape_text(value.shape)} at positions "
-                             f"{self.shape_text(indices.shape)}: they must have the same number of dims, at least one")
-        axis = dim % rank
+        axis = dim % self.same_rank(value, indices, "torch.take_along_dim")
         others = self.broadcast_shape(value.shape[:axis] + (ONE,) + value.shape[axis + 1:],
                                       indices.shape[:axis] + (ONE,) + indices.shape[axis + 1:])
         value = self.broadcast_to(value, others[:axis] + (value.shape[axis],) + others[axis + 1:])
         indices = self.broadcast_to(indices, others[:axis] + (indices.shape[axis],) + others[axis + 1:])
         return self.gather(value, axis, indices)
+
+    def same_rank(self, value: TVal, positions: TVal, what: str) -> int:
+        """The rank of `value` and of its `positions`, which must have the same one, at least 1."""
+        rank = len(value.shape)
+        if len(positions.shape) != rank or not rank:
+            raise self.error(exc.ShapeMismatch, f"{what} of {self.shape_text(value.shape)} at positions "
+                             f"{self.shape_text(positions.shape)}: they must have the same number of dims, at least one")
+        return rank
 
     def moved_axes(self, value: TVal, dims: Any, what: str) -> list[int]:
         """The axes of `dims` that hold more than one lane, each needed whole."""

@@ -433,8 +433,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
     def extremum(self, fn: str, a: Any, b: Any) -> TVal:
         shape = self.broadcast_shape(self.shape_of(a), self.shape_of(b))
         dtype = self.result_dtype([a, b])
-        render = (lambda x: self.nan_extremum(fn, x[0], x[1])) if dtype.is_floating_point else lambda x: f"tl.{fn}({x[0]}, {x[1]})"
-        out = self.make(dtype, shape, render, [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+        out = self.make(dtype, shape, lambda x: self.extremum_text(fn, x[0], x[1], dtype),
+                        [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
         bounds = [self.lower_bound(a), self.lower_bound(b)]
         if fn == "maximum" and any(x is not None for x in bounds):
             out.at_least = max(x for x in bounds if x is not None)

@@ -24,6 +24,9 @@ def opaque_identity(x: str) -> str:
     return f"tl.fma({x}, 1.0, -0.0)"
 
 
+EXTREMA = {"max": "maximum", "min": "minimum"}  # a reduction kind's elementwise Triton function
+
+
 class ValuesIndices(tuple):
     """Result of `torch.max/min(x, dim)`, `torch.sort` and `torch.topk`: (values, indices) with
     attribute access."""
@@ -159,17 +162,18 @@ class ReduceMixin:
         amax / amin: tl.max / tl.min pass over NaN on the GPU)."""
         keep = ", keep_dims=True" if keepdim else ""
         if kind == "prod" or kind in ("max", "min") and dtype.is_floating_point:
-            combine = "left * right" if kind == "prod" else self.nan_extremum("maximum" if kind == "max" else "minimum", "left", "right")
+            combine = "left * right" if kind == "prod" else self.extremum_text(EXTREMA[kind], "left", "right", dtype)
             helper = self.builder.helper(["left", "right"], [f"return {combine}"], "multiply" if kind == "prod" else kind)
             return lambda x: f"tl.reduce({x}, {axis}, {helper}{keep})"
         fn = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
         return lambda x: f"{fn}({x}, {axis}{keep})"
 
     @staticmethod
-    def nan_extremum(fn: str, a: str, b: str) -> str:
-        """tl.maximum / tl.minimum of two float operands giving NaN where either is NaN, as
-        PyTorch's (Triton's default takes the other operand on the GPU)."""
-        return f"tl.{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+    def extremum_text(fn: str, a: str, b: str, dtype: torch.dtype) -> str:
+        """tl.maximum / tl.minimum of two operands of `dtype`; floats give NaN where either is NaN,
+        as PyTorch's (Triton's default takes the other operand on the GPU)."""
+        nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype.is_floating_point else ""
+        return f"tl.{fn}({a}, {b}{nan})"
 
     def looped_reduce(self, kind, value, axis, dim, acc_dtype, ident, reducer, scale, cast_out, out_shape, out_dtype) -> TVal:
         self.single_looped_rdim(value)
@@ -178,7 +182,6 @@ class ReduceMixin:
         sizes = ", ".join(d.size_expr for d in value.shape)
         b.emit(f"{acc} = tl.full([{sizes}], {ident}, {tl_dtype(acc_dtype)})")
         mask = self.mask_for(value.shape, axis)
-        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "prod": "{0} * {1}"}.get(kind)
         with self.chunk_loop(dim):
             self.reduction_pass = True
             try:
@@ -189,11 +192,10 @@ class ReduceMixin:
                 x = f"{x}.to({tl_dtype(acc_dtype)})"
             if mask:
                 x = f"tl.where({mask}, {x}, {ident})"
-            if combine:
-                b.emit(f"{acc} = {combine.format(acc, x)}")
+            if kind in EXTREMA:
+                b.emit(f"{acc} = {self.extremum_text(EXTREMA[kind], acc, x, acc_dtype)}")
             else:
-                fn = "maximum" if kind == "max" else "minimum"
-                b.emit(f"{acc} = {self.nan_extremum(fn, acc, x) if acc_dtype.is_floating_point else f'tl.{fn}({acc}, {x})'}")
+                b.emit(f"{acc} = {acc} {'*' if kind == 'prod' else '+'} {x}")
         result = TVal(out_dtype, out_shape, name=b.assign(f"({reducer(acc)}{scale}){cast_out}", "red"))
         if result.looped_rdims():
             raise exc.NotLoopable("reduction result still spans a looped dimension", self.session.location(self.current_node)).with_rdims([d.rdim_id for d in result.looped_rdims()])
@@ -325,7 +327,7 @@ class ReduceMixin:
         x = self.to_dtype(value, compute_dtype(value.dtype))
         axis = dim % len(x.shape)
         helper = self.builder.helper(["a", "b"], [
-            f"high = {self.nan_extremum('maximum', 'a', 'b')}",
+            f"high = {self.extremum_text('maximum', 'a', 'b', x.dtype)}",
             "t = tl.exp(tl.where(a == b, 0.0, tl.minimum(a, b) - high))",
             "u = 1.0 + t",
             "return high + tl.where(u == 1.0, t, tl.log(u) * (t / (u - 1.0)))"], "logaddexp")
