@@ -1,6 +1,6 @@
 """Shape-changing views of device values for the device compiler: `view`/`reshape` (unit dims put
 in or taken out, adjacent dims merged into one or, through split_dims.py, one dim split into
-adjacent ones), `torch.stack` of tiles along a new dim, and sizes
+adjacent ones), `torch.stack` of tiles along a new dim, `torch.cat`, and sizes
 that name merged dims (`tile.block_size * 2`). A merged dim (values.MergedDim) keeps what its
 extent is made of, so a [tile, 2] value reshaped to [2 * tile] matches a slice of length
 `tile.block_size * 2` in a matrix product."""
@@ -9,9 +9,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import torch
+
 from . import exc
-from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, PartDim, RDim, TVal, extent_key, fixed_dim, placed_mask, product_key,
-                     same_dim, size_arguments)
+from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, PartDim, RDim, TVal, extent_key, fixed_dim, place, placed_mask,
+                     product_key, same_dim, size_arguments)
 
 
 def power_of_two(n: int) -> bool:
@@ -294,26 +296,30 @@ class ReshapeMixin:
         return self.permute(joined, order)
 
     def cat(self, values: Any, dim: int = 0) -> TVal:
-        """`torch.cat(values, dim)` (`concat`, `concatenate`): device values of one shape, a power of
-        two of them, joined along an existing dim: stacked along a new dim before it, the two
-        merged (the first value's elements first). Joining whole dims of a power-of-two extent
-        gives the whole dim of their total (a run-time extent joining the specialization), so the
-        result meets other values of that dim. Values of different extents along `dim` are
-        refused: a block holds one power-of-two extent per dim."""
+        """`torch.cat(values, dim)` (`concat`, `concatenate`): device values of one shape but along
+        `dim`. A power of two of values of one extent there are stacked along a new dim before it,
+        the two merged (the first value's elements first); joining whole dims of a power-of-two
+        extent gives the whole dim of their total (a run-time extent joining the specialization),
+        so the result meets other values of that dim. Other counts, different extents and whole
+        dims of other extents join by lanes (cat_by_lanes)."""
         values = [self.to_tval(v) for v in values]
         if not values:
             raise self.error(exc.ShapeMismatch, "torch.cat of no values")
         shape = values[0].shape
         if not shape:
             raise self.error(exc.ShapeMismatch, "torch.cat of zero-dim values; they have no dim to join along")
-        for v in values[1:]:
-            if len(v.shape) != len(shape) or not all(same_dim(a, b) or extent_key(a) is not None and extent_key(a) == extent_key(b)
-                                                     for a, b in zip(v.shape, shape)):
-                raise self.error(exc.ShapeMismatch, f"torch.cat of {self.shape_text(shape)} and {self.shape_text(v.shape)}: "
-                                 "the values must have one shape (different extents along the joined dim are not supported)")
         dim = dim % len(shape)
+        matches = lambda a, b: same_dim(a, b) or extent_key(a) is not None and extent_key(a) == extent_key(b)  # noqa: E731
+        for v in values[1:]:
+            if len(v.shape) != len(shape) or not all(matches(a, b) for d, (a, b) in enumerate(zip(v.shape, shape)) if d != dim):
+                raise self.error(exc.ShapeMismatch, f"torch.cat of {self.shape_text(shape)} and {self.shape_text(v.shape)} "
+                                 f"along dim {dim}: the other dims must be the same")
         if len(values) == 1:
             return values[0]
+        extent = self.fixed_extent(shape[dim]) if isinstance(shape[dim], RDim) else None
+        if (not power_of_two(len(values)) or not all(matches(v.shape[dim], shape[dim]) for v in values)
+                or extent is not None and not power_of_two(extent)):
+            return self.cat_by_lanes(values, dim)
         stacked = self.stack([self.reshape_to(v, shape) for v in values], dim)
         inner = stacked.shape[dim + 1]
         extent = self.fixed_extent(inner) if isinstance(inner, RDim) else None
@@ -325,6 +331,42 @@ class ReshapeMixin:
         else:
             joined = self.merged_dim([stacked.shape[dim], inner])
         return self.reshape_to(stacked, stacked.shape[:dim] + (joined,) + stacked.shape[dim + 2:])
+
+    def cat_by_lanes(self, values: list, axis: int) -> TVal:
+        """torch.cat of values whose extents along `axis` are constants (whole dims; a run-time
+        size joins the specialization) of any count: the result is the whole dim of their total,
+        and its lane j holds the last value whose offset is at most j, at lane j - offset
+        (tl.gather; a one-lane value broadcast)."""
+        self.require_whole([v.shape[axis] for v in values], "torch.cat")
+        extents = [1 if v.shape[axis] is ONE else self.fixed_extent(v.shape[axis]) for v in values]
+        if None in extents:
+            raise self.error(exc.ShapeMismatch, f"torch.cat of {len(values)} values of extents "
+                             f"{', '.join(self.shape_text((v.shape[axis],)) for v in values)} along dim {axis}: values of "
+                             "different extents there, or a count that is not a power of two, must each be a whole dim of a constant size")
+        for v in values:
+            if isinstance(v.shape[axis], RDim):
+                self.pin_extent(v.shape[axis])
+        total = sum(extents)
+        joined = self.rdim_for(total, str(total), str(total))
+        self.require_whole([joined], "torch.cat")
+        dtype = self.result_dtype(values)
+        shape = values[0].shape[:axis] + (joined,) + values[0].shape[axis + 1:]
+        sizes = ", ".join(d.size_expr for d in shape)
+        lanes = place(f"tl.arange(0, {joined.size_expr})", [axis], len(shape))
+        out, offset = None, 0
+        for value, extent in zip(values, extents):
+            value = self.to_dtype(value, dtype)
+            if value.shape[axis] is ONE:
+                part = self.broadcast_to(value, shape)
+            else:
+                last = f"{value.shape[axis].size_expr} - 1"
+                sources = self.make(torch.int32, shape, lambda a, o=offset, last=last:
+                                    f"tl.broadcast_to(tl.minimum(tl.maximum({lanes} - {o}, 0), {last}), [{sizes}])", [], "source")
+                part = self.lane_gather(value, sources, axis, "joined")
+            out = part if out is None else self.make(dtype, shape, lambda a, o=offset: f"tl.where({lanes} >= {o}, {a[0]}, {a[1]})",
+                                                     [part, out], "cat")
+            offset += extent
+        return out
 
     def join_halves(self, parts: list, shape: tuple, dtype: Any) -> TVal:
         """`parts` stacked along a new last dim: tl.join of the stacks of the two halves gives
