@@ -37,8 +37,8 @@ WEIGHT_FIRST = config_with("weight first", {("split_columns", None): False, ("lo
 WEIGHT_FIRST_LOOPED = config_with("weight first, looped reduction",
                                   {("split_columns", None): False, ("load_weight_first", None): True,
                                    ("reduction_loops", None): a_few_chunks})
-# Contiguous row runs, 8 programs: single rows (runs of several rows, the last run cut short by M) and
-# blocks of 4 rows (at M=37, 10 row blocks: runs of 2 blocks, so the last 3 programs have no rows).
+# Contiguous row runs, 8 programs, balanced to the row: single rows and blocks of 4 rows (at M=37 the
+# first 5 programs take 5 rows, a block and a 1-row block, the others 4; at M=70, 9 and 8 rows).
 CONTIGUOUS_ROWS = [config_with(f"contiguous {rows}-row blocks", {("split_columns", None): False,
                                                                  ("interleave_rows", None): False,
                                                                  ("dweight_partials", None): 8,
