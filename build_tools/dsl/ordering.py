@@ -138,15 +138,8 @@ class OrderingMixin:
         return count
 
     def compile_time_count(self, k: Any, what: str) -> int:
-        """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""
-        text = getattr(k, "expr", None)
-        if isinstance(k, int) and not isinstance(k, bool):
-            count = int(k)
-        elif isinstance(text, str) and text.lstrip("-").isdigit():
-            count = int(text)
-        else:
-            raise self.error(exc.NotSupported, f"torch.{what}'s k must be a compile-time constant in device code; "
-                             "pass it through hl.specialize(k)")
+        """`k` as an int of at least 1 (compile_time_int)."""
+        count = self.compile_time_int(k, f"torch.{what}'s k")
         if count < 1:
             raise self.error(exc.ShapeMismatch, f"torch.{what}: k={count}; device code takes k >= 1")
         return count

@@ -17,6 +17,7 @@ from .ordering import OrderingMixin
 from .reduce import LoopedIndices, ReduceMixin
 from .reshape import ReshapeMixin
 from .rng import RandomMixin
+from .slicing import SlicingMixin
 from .split_dims import SplitMixin
 from .sync import SyncMixin
 from .torch_functions import TorchFunctionsMixin
@@ -61,7 +62,7 @@ def literal(value: Any) -> str:
 
 
 class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin,
-                     OrderingMixin, ElementaryMixin):
+                     OrderingMixin, SlicingMixin, ElementaryMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -553,17 +554,14 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         return self.reshape_to(value, shape)
 
     def subscript_value(self, value: TVal, index_node: ast.AST) -> TVal:
-        """`value[...]` of a device value: None, ':' and '...' entries."""
+        """`value[...]` of a device value: None, ':' and '...' entries, and slices and integers of
+        compile-time bounds along whole dims (slicing.py)."""
         items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
-        entries = []
-        for item in items:
-            if isinstance(item, ast.Constant) and (item.value is None or item.value is Ellipsis):
-                entries.append(item.value)
-            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None:
-                entries.append(slice(None))
-            else:
-                raise self.error(exc.NotSupported, f"indexing a device value with {ast.unparse(item)}; only None and ':' are supported", item)
-        return self.subscripted(value, entries)
+        value, entries, dropped = self.subscript_parts(value, items)
+        out = self.subscripted(value, entries)
+        for axis in reversed(dropped):
+            out = self.squeeze(out, axis)
+        return out
 
     def hl_subscript(self, value: Any, index: Any) -> TVal:
         """Helion's `hl.subscript(value, [None, slice(None), ...])`, `value[None, :]` as a call."""
@@ -608,6 +606,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table: dict[str, Callable[..., Any]] = {
             **self.torch_methods(base),
             **self.ordering_methods(base),
+            **self.slicing_methods(base),
             **self.elementary_methods(base),
             "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
             "float": lambda: self.to_dtype(base, torch.float32),
@@ -723,7 +722,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 table[getattr(torch, name)] = ignore_node(lambda v, _n=name, **k: self.math(_n, v))
         for name in ("exp", "exp2", "log", "log2", "sqrt"):
             table[getattr(math, name)] = table[getattr(torch, name)]
-        for function, handler in {**self.torch_functions(), **self.ordering_functions(), **self.elementary_functions()}.items():
+        for function, handler in {**self.torch_functions(), **self.ordering_functions(), **self.slicing_functions(),
+                                  **self.elementary_functions()}.items():
             table[function] = ignore_node(handler)
         table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
         table[torch.nn.functional.sigmoid] = table[torch.sigmoid]

@@ -1,0 +1,188 @@
+"""Parts of a device value along a whole dim, for the device compiler: `value[:, a:b:s]` and
+`value[:, i]` with compile-time bounds, `torch.narrow`, `select`, `chunk`, `split`, `unbind` and
+`F.glu` (function and method forms).
+
+A block holds a power-of-two extent per dim, so a part is a new whole dim of the part's length
+whose lane j holds the value's lane start + j * step, gathered along the dim (tl.gather through
+lane_gather); a part of one lane is a unit dim, and an integer index drops it. The dim must be a
+whole dim of a constant size (a run-time size joins the specialization): a tile's dim has a varying
+number of valid lanes."""
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+import torch
+
+from . import exc
+from .values import ONE, RDim, TVal, place
+
+
+class SlicingMixin:
+    def slicing_functions(self) -> dict[Any, Callable[..., Any]]:
+        """Handlers of the module docstring's functions, by the torch callable."""
+        return {
+            torch.narrow: self.narrow,
+            torch.select: self.select,
+            torch.chunk: self.chunk,
+            torch.split: self.split_parts,
+            torch.unbind: self.unbind,
+            torch.nn.functional.glu: self.glu,
+        }
+
+    def slicing_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
+        """The tensor methods of the same functions, on `base`."""
+        functions = self.slicing_functions()
+        return {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
+                for name in ("narrow", "select", "chunk", "split", "unbind")}
+
+    def subscript_parts(self, value: TVal, items: list) -> tuple[TVal, list, list]:
+        """`value` with the slices and integers among a subscript's AST `items` taken along their
+        dims (an integer as a one-lane part), the entries left for `subscripted` (':' in their
+        place) and the result axes that the integers drop."""
+        entries, parts, dropped, source, result = [], [], [], 0, 0
+        for at, item in enumerate(items):
+            if isinstance(item, ast.Constant) and item.value is None:
+                entries.append(None)
+                result += 1
+            elif isinstance(item, ast.Constant) and item.value is Ellipsis:
+                later = sum(1 for i in items[at + 1:] if not (isinstance(i, ast.Constant) and i.value is None))
+                kept = len(value.shape) - source - later
+                entries.append(Ellipsis)
+                source, result = source + kept, result + kept
+            else:
+                entries.append(slice(None))
+                if not isinstance(item, ast.Slice):
+                    parts.append((source, self.expr(item), None))
+                    dropped.append(result)
+                elif any(b is not None for b in (item.lower, item.upper, item.step)):
+                    parts.append((source, None, [None if b is None else self.expr(b) for b in (item.lower, item.upper, item.step)]))
+                source, result = source + 1, result + 1
+        for axis, index, bounds in parts:
+            if axis >= len(value.shape):
+                raise self.error(exc.ShapeMismatch, f"{len(items)} index entries for a value of shape {self.shape_text(value.shape)}")
+            if bounds is None:
+                index = self.lane_index(value, axis, index, "indexing a device value")
+                bounds = [index, index + 1, 1]
+            value = self.part(value, axis, *bounds, "slicing a device value")
+        return value, entries, dropped
+
+    def part(self, value: Any, dim: int, start: Any, stop: Any, step: Any, what: str) -> TVal:
+        """`value`'s lanes start, start + step, ... below stop along `dim` (Python's slice rules
+        with the dim's extent; bounds compile-time ints), a new whole dim of their count (one lane:
+        a unit dim)."""
+        value = self.to_tval(value)
+        axis = self.axis_of(value, dim, what)
+        extent = self.constant_extent(value.shape[axis], what)
+        bounds = [None if b is None else self.compile_time_int(b, what) for b in (start, stop, step)]
+        if bounds[2] is not None and bounds[2] <= 0:
+            raise self.error(exc.ShapeMismatch, f"{what}: step {bounds[2]}; it must be positive")
+        lanes = range(*slice(*bounds).indices(extent))
+        if not lanes:
+            raise self.error(exc.ShapeMismatch, f"{what}: no lanes of a dim of {extent} (device values have no empty dims)")
+        if len(lanes) == extent:
+            return value
+        dim_out = ONE if len(lanes) == 1 else self.rdim_for(len(lanes), str(len(lanes)), str(len(lanes)))
+        self.require_whole([dim_out], what)
+        shape = value.shape[:axis] + (dim_out,) + value.shape[axis + 1:]
+        sizes = ", ".join(d.size_expr for d in shape)
+        position = place(f"tl.arange(0, {dim_out.size_expr})", [axis], len(shape))
+        last = f"{value.shape[axis].size_expr} - 1"
+        sources = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum({lanes.start} + {position} * {lanes.step}, "
+                            f"{last}), [{sizes}])", [], "source")
+        return self.lane_gather(value, sources, axis, "part")
+
+    def axis_of(self, value: TVal, dim: int, what: str) -> int:
+        """`dim` of `value` as a non-negative axis; a zero-dim value has none."""
+        if not value.shape:
+            raise self.error(exc.ShapeMismatch, f"{what} of a zero-dim value")
+        return dim % len(value.shape)
+
+    def constant_extent(self, dim: Any, what: str) -> int:
+        """The extent of a whole dim of a constant size (a run-time size joins the specialization)."""
+        self.require_whole([dim], what)
+        extent = 1 if dim is ONE else self.fixed_extent(dim)
+        if extent is None:
+            raise self.error(exc.NotSupported, f"{what} along a tile's dim (its number of valid lanes varies); "
+                             "parts of device values are taken along whole dims of a constant size")
+        if isinstance(dim, RDim):
+            self.pin_extent(dim)
+        return extent
+
+    def narrow(self, value: Any, dim: int, start: Any, length: Any) -> TVal:
+        """torch.narrow: `length` lanes from `start` (negative from the end) along `dim`."""
+        value = self.to_tval(value)
+        axis = self.axis_of(value, dim, "torch.narrow")
+        start = self.lane_index(value, axis, start, "torch.narrow")
+        length = self.compile_time_int(length, "torch.narrow")
+        if length < 1 or start + length > self.constant_extent(value.shape[axis], "torch.narrow"):
+            raise self.error(exc.ShapeMismatch, f"torch.narrow: {length} lanes from {start} of a dim of "
+                             f"{self.constant_extent(value.shape[axis], 'torch.narrow')}")
+        return self.part(value, axis, start, start + length, 1, "torch.narrow")
+
+    def lane_index(self, value: TVal, axis: int, index: Any, what: str) -> int:
+        """A compile-time `index` along `axis` (negative from the end), checked against its extent."""
+        index = self.compile_time_int(index, what)
+        extent = self.constant_extent(value.shape[axis], what)
+        if not -extent <= index < extent:
+            raise self.error(exc.ShapeMismatch, f"{what}: index {index} out of range for a dim of {extent}")
+        return index % extent
+
+    def select(self, value: Any, dim: int, index: Any) -> TVal:
+        """torch.select: the lane `index` along `dim`, the dim dropped."""
+        value = self.to_tval(value)
+        axis = self.axis_of(value, dim, "torch.select")
+        index = self.lane_index(value, axis, index, "torch.select")
+        return self.squeeze(self.part(value, axis, index, index + 1, 1, "torch.select"), axis)
+
+    def chunk(self, value: Any, chunks: int, dim: int = 0) -> tuple:
+        """torch.chunk: parts of ceil(extent / chunks) lanes (fewer parts where they run out)."""
+        value = self.to_tval(value)
+        chunks = self.compile_time_int(chunks, "torch.chunk")
+        if chunks < 1:
+            raise self.error(exc.ShapeMismatch, f"torch.chunk into {chunks} chunks")
+        extent = self.constant_extent(value.shape[self.axis_of(value, dim, "torch.chunk")], "torch.chunk")
+        size = -(-extent // chunks)
+        return self.split_parts(value, size, dim)
+
+    def split_parts(self, value: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
+        """torch.split: parts of `split_size_or_sections` lanes (the last one shorter), or of each
+        listed size (which must add up to the extent)."""
+        value = self.to_tval(value)
+        extent = self.constant_extent(value.shape[self.axis_of(value, dim, "torch.split")], "torch.split")
+        if isinstance(split_size_or_sections, (list, tuple)):
+            sizes = [self.compile_time_int(s, "torch.split") for s in split_size_or_sections]
+            if sum(sizes) != extent or min(sizes) < 1:
+                raise self.error(exc.ShapeMismatch, f"torch.split into {sizes} of a dim of {extent}")
+        else:
+            size = self.compile_time_int(split_size_or_sections, "torch.split")
+            if size < 1:
+                raise self.error(exc.ShapeMismatch, f"torch.split into parts of {size}")
+            sizes = [min(size, extent - start) for start in range(0, extent, size)]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return tuple(self.part(value, dim, start, start + size, 1, "torch.split") for start, size in zip(starts, sizes))
+
+    def unbind(self, value: Any, dim: int = 0) -> tuple:
+        """torch.unbind: each lane along `dim`, the dim dropped."""
+        value = self.to_tval(value)
+        extent = self.constant_extent(value.shape[self.axis_of(value, dim, "torch.unbind")], "torch.unbind")
+        return tuple(self.select(value, dim, i) for i in range(extent))
+
+    def glu(self, value: Any, dim: int = -1) -> TVal:
+        """F.glu: the first half of `dim` times the sigmoid of the second (an even extent)."""
+        value = self.to_tval(value)
+        extent = self.constant_extent(value.shape[self.axis_of(value, dim, "F.glu")], "F.glu")
+        if extent % 2:
+            raise self.error(exc.ShapeMismatch, f"F.glu halves a dim of {extent}; it must be even")
+        first, second = self.split_parts(value, extent // 2, dim)
+        return self.mul(first, self.math("sigmoid", second))
+
+    def compile_time_int(self, k: Any, what: str) -> int:
+        """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""
+        text = getattr(k, "expr", None)
+        if isinstance(k, int) and not isinstance(k, bool):
+            return int(k)
+        if isinstance(text, str) and text.lstrip("-").isdigit():
+            return int(text)
+        raise self.error(exc.NotSupported, f"{what}: {getattr(k, 'expr', k)!s} is not a compile-time constant; device code takes "
+                         "sizes and positions known at compile time (pass a run-time one through hl.specialize)")

@@ -1,0 +1,163 @@
+"""Corpus: parts of device values along whole dims: `v[:, a:b:s]`, `v[..., i]` (negative bounds,
+steps, None and Ellipsis beside them), `torch.narrow` / `select` / `chunk` / `split` / `unbind` and
+`F.glu` (function and method forms), on dims whose size is a power of two and on odd ones, in
+float32, bf16 and bool; and the forms refused with what is supported."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.dsl import exc
+
+from ._harness import check_kernel, randn
+
+
+@helion.kernel()
+def subscripts(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    stepped = torch.empty([m, 5], dtype=x.dtype, device=x.device)
+    ends = torch.empty([m], dtype=x.dtype, device=x.device)
+    tail = torch.empty([m, 1, 3], dtype=x.dtype, device=x.device)
+    one = torch.empty([m, 1], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        v = x[tile, :] * 2.0
+        stepped[tile, :] = v[:, 1:11:2]
+        ends[tile] = v[..., -1] + v[:, 0]
+        tail[tile, :, :] = v[:, None, -3:]
+        one[tile, :] = v[:, 4:5] - v[:, -9:-8]
+    return stepped, ends, tail, one
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m,n", [(1, 16), (45, 13)])
+def test_slices_and_integers_of_a_value(m, n, dtype, device):
+    x = randn(m, n, dtype=dtype, device=device)
+
+    def reference(x):
+        v = x.float() * 2.0
+        return v[:, 1:11:2], v[..., -1] + v[:, 0], v[:, None, -3:], v[:, 4:5] - v[:, -9:-8]
+
+    check_kernel(subscripts, (x,), reference)
+
+
+@helion.kernel()
+def functions(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    glued = torch.empty([m, n // 2], dtype=x.dtype, device=x.device)
+    chunked = torch.empty([m, 4], dtype=x.dtype, device=x.device)
+    narrowed = torch.empty([m, 3], dtype=x.dtype, device=x.device)
+    split = torch.empty([m, 5], dtype=x.dtype, device=x.device)
+    unbound = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        v = x[tile, :]
+        glued[tile, :] = torch.nn.functional.glu(v, -1)
+        first, second, third = v.chunk(3, dim=1)
+        chunked[tile, :] = first * 2.0 + second - third[:, 0:4]
+        narrowed[tile, :] = torch.narrow(v, 1, 1, 3) + v.narrow(-1, -3, 3)
+        a, b = torch.split(v, [7, n - 7], dim=1)
+        c = v.split(5, 1)
+        split[tile, :] = a[:, 2:] + b[:, :5] * c[1] - c[-1][:, :1]
+        rows = v[:, :3].unbind(1)
+        unbound[tile] = rows[0] * rows[2] - torch.select(v, 1, -1) + torch.unbind(v, -1)[1]
+    return glued, chunked, narrowed, split, unbound
+
+
+def functions_reference(x):
+    n = x.size(1)
+    first, second, third = x.chunk(3, dim=1)
+    a, b = torch.split(x, [7, n - 7], dim=1)
+    c = x.split(5, 1)
+    rows = x[:, :3].unbind(1)
+    return (torch.nn.functional.glu(x, -1), first * 2.0 + second - third[:, 0:4], x.narrow(1, 1, 3) + x.narrow(-1, -3, 3),
+            a[:, 2:] + b[:, :5] * c[1] - c[-1][:, :1], rows[0] * rows[2] - x.select(1, -1) + x.unbind(-1)[1])
+
+
+@pytest.mark.parametrize("m,n", [(1, 12), (37, 12)])
+def test_narrow_select_chunk_split_unbind_glu(m, n, device):
+    check_kernel(functions, (randn(m, n, device=device),), functions_reference)
+
+
+@helion.kernel()
+def bool_parts(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 4], dtype=torch.bool, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        positive = x[tile, :] > 0
+        out[tile, :] = positive[:, 2:6] & positive[:, -4:]
+    return out
+
+
+def test_parts_of_bool_values(device):
+    x = randn(29, 11, device=device)
+    check_kernel(bool_parts, (x,), lambda x: (x > 0)[:, 2:6] & (x > 0)[:, -4:])
+
+
+@helion.kernel()
+def slice_of_a_tile(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0) // 2], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile][0:2].sum()
+    return out
+
+
+@helion.kernel()
+def run_time_bound(x: torch.Tensor, k: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :][:, :k].sum(1, keepdim=True) + x[tile, :]
+    return out
+
+
+@helion.kernel()
+def empty_part(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :][:, 5:5].sum(1, keepdim=True) + x[tile, :]
+    return out
+
+
+@helion.kernel()
+def narrow_past_the_end(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 4], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.narrow(x[tile, :], 1, 8, 4)
+    return out
+
+
+@helion.kernel()
+def glu_of_odd(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 5], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.nn.functional.glu(x[tile, :])
+    return out
+
+
+@helion.kernel()
+def split_of_wrong_sizes(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 4], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        a, b = torch.split(x[tile, :], [4, 4], 1)
+        out[tile, :] = a + b
+    return out
+
+
+@helion.kernel()
+def index_out_of_range(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile, :][:, 11]
+    return out
+
+
+@pytest.mark.parametrize("kernel,args,error,message", [
+    (slice_of_a_tile, (randn(40),), exc.NotSupported, "along a tile's dim .* whole dims of a constant size"),
+    (run_time_bound, (randn(40, 11), 3), exc.NotSupported, "is not a compile-time constant"),
+    (empty_part, (randn(40, 11),), exc.ShapeMismatch, "no lanes of a dim of 11"),
+    (narrow_past_the_end, (randn(40, 11),), exc.ShapeMismatch, "torch.narrow: 4 lanes from 8 of a dim of 11"),
+    (glu_of_odd, (randn(40, 11),), exc.ShapeMismatch, "F.glu halves a dim of 11; it must be even"),
+    (split_of_wrong_sizes, (randn(40, 11),), exc.ShapeMismatch, r"torch.split into \[4, 4\] of a dim of 11"),
+    (index_out_of_range, (randn(40, 11),), exc.ShapeMismatch, "index 11 out of range for a dim of 11"),
+])
+def test_refused_parts_say_why(kernel, args, error, message):
+    with pytest.raises(error, match=message):
+        bound = kernel.bind(args)
+        bound.to_triton_code(bound.config_spec.default_config())
