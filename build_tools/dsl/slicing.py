@@ -1,10 +1,11 @@
-"""Parts of a device value along a whole dim, for the device compiler: `value[:, a:b:s]` and
-`value[:, i]` with compile-time bounds, `torch.narrow`, `select`, `chunk`, `split`, `unbind` and
-`F.glu` (function and method forms).
+"""Parts and repeats of a device value along a whole dim, for the device compiler: `value[:, a:b:s]`
+and `value[:, i]` with compile-time bounds, `torch.narrow`, `select`, `chunk`, `split`, `unbind`,
+`F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method forms).
 
 A block holds a power-of-two extent per dim, so a part is a new whole dim of the part's length
 whose lane j holds the value's lane start + j * step, gathered along the dim (tl.gather through
-lane_gather); a part of one lane is a unit dim, and an integer index drops it. The dim must be a
+lane_gather); a part of one lane is a unit dim, and an integer index drops it. Repeats gather lane
+j // repeats (repeat_interleave) or j % extent (repeat, tile) into the whole dim of the product. The dim must be a
 whole dim of a constant size (a run-time size joins the specialization): a tile's dim has a varying
 number of valid lanes."""
 from __future__ import annotations
@@ -28,13 +29,17 @@ class SlicingMixin:
             torch.split: self.split_parts,
             torch.unbind: self.unbind,
             torch.nn.functional.glu: self.glu,
+            torch.repeat_interleave: self.repeat_interleave,
+            torch.tile: self.tile_copies,
         }
 
     def slicing_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
         """The tensor methods of the same functions, on `base`."""
         functions = self.slicing_functions()
-        return {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
-                for name in ("narrow", "select", "chunk", "split", "unbind")}
+        methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
+                   for name in ("narrow", "select", "chunk", "split", "unbind", "repeat_interleave", "tile")}
+        methods["repeat"] = lambda *sizes: self.repeat(base, *sizes)
+        return methods
 
     def subscript_parts(self, value: TVal, items: list) -> tuple[TVal, list, list]:
         """`value` with the slices and integers among a subscript's AST `items` taken along their
@@ -82,15 +87,67 @@ class SlicingMixin:
             raise self.error(exc.ShapeMismatch, f"{what}: no lanes of a dim of {extent} (device values have no empty dims)")
         if len(lanes) == extent:
             return value
-        dim_out = ONE if len(lanes) == 1 else self.rdim_for(len(lanes), str(len(lanes)), str(len(lanes)))
+        return self.relaned(value, axis, len(lanes), lambda j: f"{lanes.start} + {j} * {lanes.step}", what)
+
+    def relaned(self, value: TVal, axis: int, length: int, source: Callable[[str], str], what: str) -> TVal:
+        """`value` along `axis` as a new whole dim of `length` lanes (one lane: a unit dim), lane j
+        the value's lane `source(j)` (a Triton expression of the positions), clamped into its
+        block; a unit dim is broadcast."""
+        dim_out = ONE if length == 1 else self.rdim_for(length, str(length), str(length))
         self.require_whole([dim_out], what)
         shape = value.shape[:axis] + (dim_out,) + value.shape[axis + 1:]
+        if value.shape[axis] is ONE:
+            return self.broadcast_to(value, shape)
         sizes = ", ".join(d.size_expr for d in shape)
         position = place(f"tl.arange(0, {dim_out.size_expr})", [axis], len(shape))
         last = f"{value.shape[axis].size_expr} - 1"
-        sources = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum({lanes.start} + {position} * {lanes.step}, "
-                            f"{last}), [{sizes}])", [], "source")
-        return self.lane_gather(value, sources, axis, "part")
+        sources = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum({source(position)}, {last}), [{sizes}])",
+                            [], "source")
+        return self.lane_gather(value, sources, axis, "relaned")
+
+    def repeat_interleave(self, value: Any, repeats: Any, dim: Any = None, *, output_size: Any = None) -> TVal:
+        """torch.repeat_interleave with a compile-time count: lane j of the result is lane
+        j // repeats. Without a dim only a one-dim value (PyTorch flattens)."""
+        value = self.to_tval(value)
+        if dim is None and len(value.shape) != 1:
+            raise self.error(exc.NotSupported, "torch.repeat_interleave without a dim of a value of more than one dim "
+                             "(it flattens the value); give a dim")
+        if isinstance(repeats, TVal):
+            raise self.error(exc.NotSupported, "torch.repeat_interleave with a tensor of counts in device code; "
+                             "give one compile-time count")
+        axis = self.axis_of(value, 0 if dim is None else dim, "torch.repeat_interleave")
+        repeats = self.compile_time_int(repeats, "torch.repeat_interleave")
+        extent = self.constant_extent(value.shape[axis], "torch.repeat_interleave")
+        if repeats < 1:
+            raise self.error(exc.ShapeMismatch, f"torch.repeat_interleave: {repeats} repeats (device values have no empty dims)")
+        if repeats == 1:
+            return value
+        return self.relaned(value, axis, extent * repeats, lambda j: f"{j} // {repeats}", "torch.repeat_interleave")
+
+    def repeat(self, value: Any, *sizes: Any) -> TVal:
+        """Tensor.repeat (and torch.tile, whose sizes may be fewer than the dims): the value
+        repeated `sizes[d]` times along each dim (lane j is lane j % extent); leading sizes past the
+        value's dims add dims."""
+        value = self.to_tval(value)
+        counts = [self.compile_time_int(c, "Tensor.repeat") for c in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple))
+                                                                     else sizes)]
+        if len(counts) < len(value.shape):
+            raise self.error(exc.ShapeMismatch, f"Tensor.repeat with {len(counts)} sizes for a value of {len(value.shape)} dims")
+        if min(counts, default=1) < 1:
+            raise self.error(exc.ShapeMismatch, f"Tensor.repeat by {counts} (device values have no empty dims)")
+        for _ in range(len(counts) - len(value.shape)):
+            value = self.unsqueeze(value, 0)
+        for axis, count in enumerate(counts):
+            if count > 1:
+                extent = self.constant_extent(value.shape[axis], "Tensor.repeat")
+                value = self.relaned(value, axis, extent * count, lambda j, n=extent: f"{j} % {n}", "Tensor.repeat")
+        return value
+
+    def tile_copies(self, value: Any, dims: Any) -> TVal:
+        """torch.tile: Tensor.repeat with ones put before `dims` where they are fewer than the dims."""
+        value = self.to_tval(value)
+        dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+        return self.repeat(value, [1] * (len(value.shape) - len(dims)) + dims)
 
     def axis_of(self, value: TVal, dim: int, what: str) -> int:
         """`dim` of `value` as a non-negative axis; a zero-dim value has none."""

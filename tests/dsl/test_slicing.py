@@ -1,7 +1,8 @@
-"""Corpus: parts of device values along whole dims: `v[:, a:b:s]`, `v[..., i]` (negative bounds,
-steps, None and Ellipsis beside them), `torch.narrow` / `select` / `chunk` / `split` / `unbind` and
-`F.glu` (function and method forms), on dims whose size is a power of two and on odd ones, in
-float32, bf16 and bool; and the forms refused with what is supported."""
+"""Corpus: parts and repeats of device values along whole dims: `v[:, a:b:s]`, `v[..., i]` (negative
+bounds, steps, None and Ellipsis beside them), `torch.narrow` / `select` / `chunk` / `split` /
+`unbind`, `F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method
+forms), on dims whose size is a power of two and on odd ones, in float32, bf16 and bool; and the
+forms refused with what is supported."""
 import pytest
 import torch
 
@@ -78,6 +79,27 @@ def test_narrow_select_chunk_split_unbind_glu(m, n, device):
 
 
 @helion.kernel()
+def repeats(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    interleaved = torch.empty([m, 3 * n], dtype=x.dtype, device=x.device)
+    repeated = torch.empty([2, m, 2 * n], dtype=x.dtype, device=x.device)
+    tiled = torch.empty([m, 4], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        v = x[tile, :]
+        interleaved[tile, :] = torch.repeat_interleave(v, 3, dim=1) + v.repeat_interleave(3, -1)
+        repeated[:, tile, :] = v.repeat(2, 1, 2)
+        tiled[tile, :] = torch.tile(v[:, 1:3], (2,)) - v[:, :1].tile((1, 4))
+    return interleaved, repeated, tiled
+
+
+@pytest.mark.parametrize("m,n", [(1, 8), (45, 13)])
+def test_repeat_interleave_repeat_and_tile(m, n, device):
+    x = randn(m, n, device=device)
+    check_kernel(repeats, (x,), lambda x: (torch.repeat_interleave(x, 3, dim=1) * 2, x.repeat(2, 1, 2),
+                                           torch.tile(x[:, 1:3], (2,)) - x[:, :1].tile((1, 4))))
+
+
+@helion.kernel()
 def bool_parts(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty([x.size(0), 4], dtype=torch.bool, device=x.device)
     for tile in hl.tile(x.size(0)):
@@ -148,6 +170,14 @@ def index_out_of_range(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def repeat_interleave_flattening(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), 2 * x.size(1)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = torch.repeat_interleave(x[tile, :], 2).reshape(tile.block_size, -1)
+    return out
+
+
 @pytest.mark.parametrize("kernel,args,error,message", [
     (slice_of_a_tile, (randn(40),), exc.NotSupported, "along a tile's dim .* whole dims of a constant size"),
     (run_time_bound, (randn(40, 11), 3), exc.NotSupported, "is not a compile-time constant"),
@@ -156,6 +186,7 @@ def index_out_of_range(x: torch.Tensor) -> torch.Tensor:
     (glu_of_odd, (randn(40, 11),), exc.ShapeMismatch, "F.glu halves a dim of 11; it must be even"),
     (split_of_wrong_sizes, (randn(40, 11),), exc.ShapeMismatch, r"torch.split into \[4, 4\] of a dim of 11"),
     (index_out_of_range, (randn(40, 11),), exc.ShapeMismatch, "index 11 out of range for a dim of 11"),
+    (repeat_interleave_flattening, (randn(40, 11),), exc.NotSupported, "without a dim of a value of more than one dim"),
 ])
 def test_refused_parts_say_why(kernel, args, error, message):
     with pytest.raises(error, match=message):
