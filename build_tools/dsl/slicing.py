@@ -4,10 +4,10 @@ and `value[:, i]` with compile-time bounds, `torch.narrow`, `select`, `chunk`, `
 
 A block holds a power-of-two extent per dim, so a part is a new whole dim of the part's length
 whose lane j holds the value's lane start + j * step, gathered along the dim (tl.gather through
-lane_gather); a part of one lane is a unit dim, and an integer index drops it. Repeats gather lane
-j // repeats (repeat_interleave) or j % extent (repeat, tile) into the whole dim of the product. The dim must be a
-whole dim of a constant size (a run-time size joins the specialization): a tile's dim has a varying
-number of valid lanes."""
+lane_gather); a part of one lane is a unit dim, and an integer index drops it. Repeats gather
+lane j // repeats (repeat_interleave) or j % extent (repeat, tile) into the whole dim of the
+product. The dim must be a whole dim of a constant size (a run-time size joins the
+specialization): a tile's dim has a varying number of valid lanes."""
 from __future__ import annotations
 
 import ast
