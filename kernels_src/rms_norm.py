@@ -33,7 +33,7 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
   to the row: the first `m % programs` programs take one row more than the others, so no program
   does a whole `block_r` step more than another. (Interleaved, 16384 rows of 4-row blocks over 132
   programs leave 4 programs a 32nd step, which costs nothing measurable: 128 programs read 1.004x
-  on the H100, and balanced contiguous runs 0.96-0.98x, at 16384-65536 rows of 2048-16384.)
+  on the H100, and balanced contiguous runs 0.96-0.99x, at 16384-65536 rows of 2048-16384.)
 - split columns, for few long rows (64 x 262144): rows are cut into column tiles so that every
   tile is a program. A pre-pass writes per-(row, tile) partial sums (sum of squares forward,
   sum of dy * weight * x backward); the second pass reads the row's partials and produces its

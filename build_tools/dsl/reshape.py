@@ -9,8 +9,6 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import torch
-
 from . import exc
 from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, PartDim, RDim, TVal, extent_key, fixed_dim, place, placed_mask,
                      product_key, same_dim, size_arguments)
@@ -336,36 +334,17 @@ class ReshapeMixin:
         """torch.cat of values whose extents along `axis` are constants (whole dims; a run-time
         size joins the specialization) of any count: the result is the whole dim of their total,
         and its lane j holds the last value whose offset is at most j, at lane j - offset
-        (tl.gather; a one-lane value broadcast)."""
+        (slicing.relaned)."""
         self.require_whole([v.shape[axis] for v in values], "torch.cat")
-        extents = [1 if v.shape[axis] is ONE else self.fixed_extent(v.shape[axis]) for v in values]
-        if None in extents:
-            raise self.error(exc.ShapeMismatch, f"torch.cat of {len(values)} values of extents "
-                             f"{', '.join(self.shape_text((v.shape[axis],)) for v in values)} along dim {axis}: values of "
-                             "different extents there, or a count that is not a power of two, must each be a whole dim of a constant size")
-        for v in values:
-            if isinstance(v.shape[axis], RDim):
-                self.pin_extent(v.shape[axis])
-        total = sum(extents)
-        joined = self.rdim_for(total, str(total), str(total))
-        self.require_whole([joined], "torch.cat")
+        extents = [self.constant_extent(v.shape[axis], "torch.cat") for v in values]
         dtype = self.result_dtype(values)
-        shape = values[0].shape[:axis] + (joined,) + values[0].shape[axis + 1:]
-        sizes = ", ".join(d.size_expr for d in shape)
-        lanes = place(f"tl.arange(0, {joined.size_expr})", [axis], len(shape))
         out, offset = None, 0
         for value, extent in zip(values, extents):
-            value = self.to_dtype(value, dtype)
-            if value.shape[axis] is ONE:
-                part = self.broadcast_to(value, shape)
-            else:
-                last = f"{value.shape[axis].size_expr} - 1"
-                sources = self.make(torch.int32, shape, lambda a, o=offset, last=last:
-                                    f"tl.broadcast_to(tl.minimum(tl.maximum({lanes} - {o}, 0), {last}), [{sizes}])", [], "source")
-                part = self.lane_gather(value, sources, axis, "joined")
-            out = part if out is None else self.make(dtype, shape, lambda a, o=offset: f"tl.where({lanes} >= {o}, {a[0]}, {a[1]})",
-                                                     [part, out], "cat")
-            offset += extent
+            part = self.relaned(self.to_dtype(value, dtype), axis, sum(extents), lambda j, o=offset: f"{j} - {o}", "torch.cat")
+            if out is not None:
+                position = place(f"tl.arange(0, {part.shape[axis].size_expr})", [axis], len(part.shape))
+                part = self.make(dtype, part.shape, lambda a, o=offset: f"tl.where({position} >= {o}, {a[0]}, {a[1]})", [part, out], "cat")
+            out, offset = part, offset + extent
         return out
 
     def join_halves(self, parts: list, shape: tuple, dtype: Any) -> TVal:

@@ -92,7 +92,7 @@ class SlicingMixin:
     def relaned(self, value: TVal, axis: int, length: int, source: Callable[[str], str], what: str) -> TVal:
         """`value` along `axis` as a new whole dim of `length` lanes (one lane: a unit dim), lane j
         the value's lane `source(j)` (a Triton expression of the positions), clamped into its
-        block; a unit dim is broadcast."""
+        block (lanes the caller does not keep may point outside it); a unit dim is broadcast."""
         dim_out = ONE if length == 1 else self.rdim_for(length, str(length), str(length))
         self.require_whole([dim_out], what)
         shape = value.shape[:axis] + (dim_out,) + value.shape[axis + 1:]
@@ -101,8 +101,8 @@ class SlicingMixin:
         sizes = ", ".join(d.size_expr for d in shape)
         position = place(f"tl.arange(0, {dim_out.size_expr})", [axis], len(shape))
         last = f"{value.shape[axis].size_expr} - 1"
-        sources = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum({source(position)}, {last}), [{sizes}])",
-                            [], "source")
+        sources = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum(tl.maximum({source(position)}, 0), {last}), "
+                            f"[{sizes}])", [], "source")
         return self.lane_gather(value, sources, axis, "relaned")
 
     def repeat_interleave(self, value: Any, repeats: Any, dim: Any = None, *, output_size: Any = None) -> TVal:
@@ -161,7 +161,7 @@ class SlicingMixin:
         extent = 1 if dim is ONE else self.fixed_extent(dim)
         if extent is None:
             raise self.error(exc.NotSupported, f"{what} along a tile's dim (its number of valid lanes varies); "
-                             "parts of device values are taken along whole dims of a constant size")
+                             "it takes whole dims of a constant size")
         if isinstance(dim, RDim):
             self.pin_extent(dim)
         return extent

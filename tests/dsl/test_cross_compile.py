@@ -25,8 +25,9 @@ from .test_reductions import online_softmax, row_extremes, running_log_sums
 from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
 from .test_nested_tensors import nested, ragged_sums
+from .test_slicing import functions, repeats, subscripts
 from .test_split_join import complex_mul, pair_sums, swap_pairs
-from .test_stack_and_merged_dims import int4_matmul, pack_int4, stacked
+from .test_stack_and_merged_dims import cat_of_mixed_dtypes, int4_matmul, pack_int4, partial_rotary, stacked
 from kernels_src.attention import attention_fwd
 
 
@@ -131,6 +132,12 @@ CASES = {
                                                            torch.randint(0, 2, (5, 37)).bool()), None),
     "row_extremes_with_indices": (row_extremes, lambda: (torch.randn(6, 129).bfloat16(),), None),
     "running_log_sums": (running_log_sums, lambda: (torch.randn(6, 129).bfloat16(),), None),
+    # parts, repeats and joins of device values by lanes (tl.gather of a whole dim into another)
+    "value_subscripts": (subscripts, lambda: (torch.randn(45, 13).bfloat16(),), None),
+    "value_parts_and_glu": (functions, lambda: (torch.randn(37, 12),), None),
+    "value_repeats": (repeats, lambda: (torch.randn(45, 13),), None),
+    "cat_of_mixed_dtypes": (cat_of_mixed_dtypes, lambda: (torch.randn(37, 13).bfloat16(), torch.randn(37, 5)), None),
+    "cat_of_a_partial_rotary_row": (partial_rotary, lambda: (torch.randn(19, 64), 24), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
