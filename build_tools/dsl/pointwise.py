@@ -11,6 +11,7 @@ import torch
 
 from . import exc
 from . import language as hl
+from .einsum import EinsumMixin
 from .elementary import ElementaryMixin
 from .memory import MemoryMixin
 from .ordering import OrderingMixin
@@ -62,7 +63,7 @@ def literal(value: Any) -> str:
 
 
 class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin,
-                     OrderingMixin, SlicingMixin, ElementaryMixin):
+                     OrderingMixin, SlicingMixin, EinsumMixin, ElementaryMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -723,7 +724,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         for name in ("exp", "exp2", "log", "log2", "sqrt"):
             table[getattr(math, name)] = table[getattr(torch, name)]
         for function, handler in {**self.torch_functions(), **self.ordering_functions(), **self.slicing_functions(),
-                                  **self.elementary_functions()}.items():
+                                  **self.einsum_functions(), **self.elementary_functions()}.items():
             table[function] = ignore_node(handler)
         table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
         table[torch.nn.functional.sigmoid] = table[torch.sigmoid]

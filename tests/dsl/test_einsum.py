@@ -1,0 +1,92 @@
+"""Corpus: torch.einsum in device code: matrix products (tl.dot, also batched and with the output
+transposed), matrix-vector and outer products, three operands, implicit outputs, a transpose, a
+full contraction, against torch.einsum in float64; and the equations refused."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.dsl import exc
+
+from ._harness import check_kernel, randn
+
+
+@helion.kernel()
+def einsums(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, k = x.size()
+    n = w.size(1)
+    product = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    transposed = torch.empty([n, m], dtype=torch.float32, device=x.device)
+    matvec = torch.empty([m], dtype=torch.float32, device=x.device)
+    outer = torch.empty([m, k, n], dtype=torch.float32, device=x.device)
+    chained = torch.empty([m], dtype=torch.float32, device=x.device)
+    total = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile in hl.tile(m):
+        a = x[tile, :]
+        product[tile, :] = torch.einsum("ik,kj->ij", a, w[:, :])
+        transposed[:, tile] = torch.einsum("ik,kj->ji", a, w[:, :])
+        matvec[tile] = torch.einsum("ij,j->i", a, w[:, 0])
+        outer[tile, :, :] = torch.einsum("ij,k->ijk", a, w[1, :])
+        chained[tile] = torch.einsum("ij,jk,k", a, w[:, :], w[2, :])
+        total[tile] = torch.einsum("ij,ij->i", a, a) + torch.einsum("ij->ji", a)[0, :] + torch.einsum("j,j->", w[0, :], w[1, :])
+    return product, transposed, matvec, outer, chained, total
+
+
+def einsums_reference(x, w):
+    x, w = x.double(), w.double()
+    return (x @ w, (x @ w).T, x @ w[:, 0], torch.einsum("ij,k->ijk", x, w[1]), x @ w @ w[2],
+            (x * x).sum(1) + x[:, 0] + w[0] @ w[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m", [1, 37])
+def test_einsum_equations(m, dtype, device):
+    x, w = randn(m, 16, dtype=dtype, device=device), randn(16, 16, dtype=dtype, device=device)
+    tolerance = {"rtol": 2e-2, "atol": 2e-1} if dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-3}
+    check_kernel(einsums, (x, w), einsums_reference, **tolerance)
+
+
+@helion.kernel()
+def batched(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    b, m, k = x.size()
+    out = torch.empty([b, w.size(2), m], dtype=torch.float32, device=x.device)
+    for tile in hl.tile(b):
+        out[tile, :, :] = torch.einsum("bik,bkj->bji", x[tile, :, :], w[tile, :, :])
+    return out
+
+
+@pytest.mark.parametrize("b", [1, 5])
+def test_batched_einsum_is_a_batched_product(b, device):
+    x, w = randn(b, 16, 32, device=device), randn(b, 32, 16, device=device)
+    check_kernel(batched, (x, w), lambda x, w: torch.einsum("bik,bkj->bji", x.double(), w.double()), rtol=1e-4, atol=1e-3)
+
+
+def test_matrix_products_go_to_tl_dot():
+    args = (randn(37, 16), randn(16, 16))
+    bound = einsums.bind(args)
+    source = bound.to_triton_code(bound.config_spec.default_config())
+    assert source.count("tl.dot(") == 2  # product and transposed; the others are summed products
+
+
+def _einsum_kernel(equation: str):
+    @helion.kernel()
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+        for tile in hl.tile(x.size(0)):
+            out[tile] = torch.einsum(equation, x[tile, :], x[tile, :])
+        return out
+    return kernel
+
+
+@pytest.mark.parametrize("equation,error,message", [
+    ("...j,ij->i", exc.NotSupported, "ellipses"),
+    ("ii,ij->i", exc.NotSupported, "an index repeated within 'ii'"),
+    ("ij->i", exc.ShapeMismatch, "names 1 operands; 2 given"),
+    ("ijk,ij->i", exc.ShapeMismatch, "'ijk' for a value of shape"),
+    ("ij,ij->q", exc.ShapeMismatch, "output indices 'q'"),
+])
+def test_refused_equations_say_why(equation, error, message):
+    with pytest.raises(error, match=message):
+        kernel = _einsum_kernel(equation)
+        bound = kernel.bind((randn(8, 16),))
+        bound.to_triton_code(bound.config_spec.default_config())
