@@ -777,6 +777,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         for kind in ("rand", "randn"):  # random values (rng.py): the launcher draws the seed per launch
             table[getattr(torch, f"{kind}_like")] = lambda node, like, _k=kind, **k: self.random_like(node, _k, like, **k)
             table[getattr(torch, kind)] = lambda node, *sizes, _k=kind, **k: self.random_sized(node, _k, *sizes, **k)
+        table[torch.nn.functional.dropout] = self.dropout
+        table[torch.dropout] = lambda node, value, p, train: self.dropout(node, value, p, train)
         table[hl.rand] = self.hl_rand
         table[hl.randint] = self.hl_randint
         for function, attribute in hl.TILE_FUNCTIONS.items():

@@ -1,6 +1,7 @@
 """Random numbers in device code: `torch.rand_like` / `randn_like`, `torch.rand` / `randn` of tile
-and integer sizes, and Helion's `hl.rand(shape, seed)` / `hl.randint(shape, low, high, seed)`,
-lowered to Triton's Philox generator (`tl.rand` / `tl.randn` / `tl.randint(seed, offsets)`).
+and integer sizes, `F.dropout` / `torch.dropout`, and Helion's `hl.rand(shape, seed)` /
+`hl.randint(shape, low, high, seed)`, lowered to Triton's Philox generator (`tl.rand` / `tl.randn`
+/ `tl.randint(seed, offsets)`).
 
 Seed. torch's functions take no seed in device code: the launcher draws one per launch of the
 kernel, a 31-bit integer from torch's default CPU generator (module.HELPERS["_rng_seed"]; no device
@@ -79,6 +80,30 @@ class RandomMixin:
         key = seed if site == 0 else f"({seed} + {site << 32})"
         value = self.random_value(kind, key, shape)
         return self.random_to_dtype(kind, value, dtype)
+
+    def dropout(self, node: ast.AST, value: Any, p: Any = 0.5, training: Any = True, inplace: bool = False) -> TVal:
+        """F.dropout / torch.dropout: each element zeroed where a uniform of the launch's seed (as
+        torch.rand_like draws it) is below `p`, the others scaled by 1 / (1 - p); `value` itself
+        when not training or at p = 0. `training` is a compile-time bool; `p` a number in [0, 1]
+        or a host scalar."""
+        if inplace:
+            raise self.error(exc.NotSupported, "F.dropout(inplace=True) in device code: device values are not "
+                             "changed in place; use the result", node)
+        if not isinstance(training, bool):
+            raise self.error(exc.NotSupported, "F.dropout's training must be a compile-time bool in device code", node)
+        if isinstance(p, bool) or not isinstance(p, (int, float, HostScalar)):
+            raise self.error(exc.NotSupported, f"F.dropout's p must be a number or a host scalar, got {type(p).__name__}", node)
+        if isinstance(p, (int, float)) and not 0 <= p <= 1:
+            raise self.error(exc.ShapeMismatch, f"F.dropout: probability {p} is not between 0 and 1", node)
+        value = self.to_tval(value)
+        if not training or (isinstance(p, (int, float)) and p == 0):
+            return value
+        if isinstance(p, (int, float)) and p == 1:  # PyTorch multiplies by zero (NaN stays NaN)
+            return self.to_dtype(self.binary(ast.Mult(), value, 0.0), value.dtype)
+        uniform = self.implicit_random(node, "rand", value.shape, torch.float32, "F.dropout", {})
+        scale = self.binary(ast.Div(), 1.0, self.binary(ast.Sub(), 1.0, p))
+        dropped = self.binary(ast.Lt(), uniform, p)
+        return self.where(dropped, 0.0, self.to_dtype(self.binary(ast.Mult(), value, scale), value.dtype))
 
     # ------------------------------------------------------------------ Helion's hl.rand / hl.randint
     def hl_rand(self, node: ast.AST, shape: Any, seed: Any, device: Any = None) -> TVal:

@@ -20,6 +20,7 @@ from .test_control_flow import (column_tile_sums, last_row, matmul_bias_on_first
 from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
+from .test_dropout import dropped
 from .test_einsum import batched, einsums
 from .test_ordering import gathered_rows
 from .test_reductions import online_softmax, row_extremes, running_log_sums
@@ -142,6 +143,8 @@ CASES = {
     # torch.einsum: matrix products through tl.dot (also batched), the rest as summed products
     "einsum_equations": (einsums, lambda: (torch.randn(37, 16).bfloat16(), torch.randn(16, 16).bfloat16()), None),
     "einsum_batched": (batched, lambda: (torch.randn(5, 16, 32), torch.randn(5, 32, 16)), None),
+    # F.dropout: Philox uniforms against p, a host scalar
+    "dropout": (dropped, lambda: (torch.randn(97, 301).bfloat16(), 0.3), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
