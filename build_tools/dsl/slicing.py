@@ -172,9 +172,9 @@ class SlicingMixin:
         axis = self.axis_of(value, dim, "torch.narrow")
         start = self.lane_index(value, axis, start, "torch.narrow")
         length = self.compile_time_int(length, "torch.narrow")
-        if length < 1 or start + length > self.constant_extent(value.shape[axis], "torch.narrow"):
-            raise self.error(exc.ShapeMismatch, f"torch.narrow: {length} lanes from {start} of a dim of "
-                             f"{self.constant_extent(value.shape[axis], 'torch.narrow')}")
+        extent = self.constant_extent(value.shape[axis], "torch.narrow")
+        if length < 1 or start + length > extent:
+            raise self.error(exc.ShapeMismatch, f"torch.narrow: {length} lanes from {start} of a dim of {extent}")
         return self.part(value, axis, start, start + length, 1, "torch.narrow")
 
     def lane_index(self, value: TVal, axis: int, index: Any, what: str) -> int:
