@@ -354,7 +354,10 @@ class MemoryMixin:
             extra = atoms[mask_child] if mask_child is not None else (None if extra_mask is None else self.atom(extra_mask))
             offset, mask = self.render_address(addr, atoms, extra, big)
             masked = f", mask={mask}, other=0" if mask else ""
-            return f"tl.load({tensor.param} + ({offset}){masked}{evict})"
+            loaded = f"tl.load({tensor.param} + ({offset}){masked}{evict})"
+            if shape and all(d is ONE for d in shape):  # no block dim in the address: a scalar load
+                return f"tl.broadcast_to({loaded}, [{', '.join('1' for _ in shape)}])"
+            return loaded
 
         value = self.make(tensor.meta.dtype, shape, render, children, "load")
         value.is_load = True

@@ -301,3 +301,18 @@ def test_a_unit_dim_value_stored_through_a_scalar_pointer(shape, device):
         return torch.stack([x[i:i + block].sum(0) for i in range(0, x.shape[0], block)])
 
     check_kernel(column_sums_per_row_block, (x,), reference, reference_takes_config=True)
+
+
+@helion.kernel()
+def plus_a_unit_matrix_sum(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + w[:, :].sum() * w[:, :].reshape(-1)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 23])
+def test_a_load_of_unit_dims_only_is_a_block(n, device):
+    # w of 1x1: the load's address has no block dim, and its value is reduced and reshaped
+    check_kernel(plus_a_unit_matrix_sum, (randn(n, device=device), randn(1, 1, device=device)),
+                 lambda x, w: x + w.sum() * w.reshape(-1))
