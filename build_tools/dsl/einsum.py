@@ -6,8 +6,9 @@ after permuting each operand to [batch, rows, contracted] / [batch, contracted, 
 other equation (one operand, several, outer products, matrix-vector products, several contracted
 indices) is a broadcast product summed over the contracted indices: each operand permuted to the
 order of the output's indices then the contracted ones, with unit dims where it lacks one, the
-operands multiplied and the trailing contracted dims summed. Ellipses and an index repeated within
-one operand (diagonals) are `NotSupported`."""
+operands multiplied and the trailing contracted dims summed. An ellipsis stands for letters the
+equation does not use, aligned to the right across operands as PyTorch broadcasts them; an index
+repeated within one operand takes that operand's diagonal first."""
 from __future__ import annotations
 
 import ast
@@ -29,6 +30,8 @@ class EinsumMixin:
             operands = tuple(operands[0])
         values = [self.to_tval(v) for v in operands]
         inputs, output = self.einsum_indices(equation, values)
+        for at, letters in enumerate(inputs):
+            values[at], inputs[at] = self.einsum_diagonal(equation, values[at], letters)
         if len(values) == 2 and self.is_matrix_product(inputs, output):
             return self.einsum_by_dot(values, inputs, output)
         contracted = [c for c in dict.fromkeys("".join(inputs)) if c not in output]
@@ -46,25 +49,44 @@ class EinsumMixin:
         return product
 
     def einsum_indices(self, equation: str, values: list) -> tuple[list, str]:
-        """The index letters of each operand and of the output (implicit: the letters used once,
-        in alphabetical order), checked against the operands' ranks."""
+        """The index letters of each operand and of the output (implicit: the ellipsis's, then the
+        letters used once in alphabetical order), an ellipsis spelled out in unused letters,
+        checked against the operands' ranks."""
         text = equation.replace(" ", "")
-        if "." in text:
-            raise self.error(exc.NotSupported, f"torch.einsum {equation!r}: ellipses in device code; name every index")
         left, arrow, right = text.partition("->")
         inputs = left.split(",")
         if len(inputs) != len(values):
             raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r} names {len(inputs)} operands; {len(values)} given")
+        spare = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in text]
+        spans = [len(value.shape) - len(term.replace("...", "")) if "..." in term else 0 for term, value in zip(inputs, values)]
+        broadcast = "".join(spare[:max(spans, default=0)])
+        inputs = [term.replace("...", broadcast[len(broadcast) - span:] if span > 0 else "") for term, span in zip(inputs, spans)]
         letters = "".join(inputs)
-        output = right if arrow else "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        if arrow:
+            output = right.replace("...", broadcast)
+        else:
+            output = broadcast + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in broadcast))
         for term, value in zip(inputs, values):
             if not term.isalpha() or len(term) != len(value.shape):
                 raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: {term!r} for a value of shape {self.shape_text(value.shape)}")
-            if len(set(term)) != len(term):
-                raise self.error(exc.NotSupported, f"torch.einsum {equation!r}: an index repeated within {term!r} (a diagonal)")
         if (output and not output.isalpha()) or len(set(output)) != len(output) or any(c not in letters for c in output):
             raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: output indices {output!r}")
         return inputs, output
+
+    def einsum_diagonal(self, equation: str, value: TVal, letters: str) -> tuple[TVal, str]:
+        """`value` and its letters with each index repeated within them taken once: the diagonal of
+        its first two dims (of one extent), which goes last."""
+        while len(set(letters)) != len(letters):
+            c = next(c for c in letters if letters.count(c) > 1)
+            first = letters.index(c)
+            second = letters.index(c, first + 1)
+            extents = {self.constant_extent(value.shape[a], "torch.einsum's diagonal") for a in (first, second)}
+            if len(extents) > 1:
+                raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: index {c!r} repeated within "
+                                 f"{letters!r} over extents {sorted(extents)}")
+            value = self.diagonal(value, 0, first, second)
+            letters = letters[:first] + letters[first + 1:second] + letters[second + 1:] + c
+        return value, letters
 
     def is_matrix_product(self, inputs: list, output: str) -> bool:
         """Whether two operands' indices are a (batched) matrix product: one contracted index, one

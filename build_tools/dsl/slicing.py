@@ -1,13 +1,15 @@
 """Parts and repeats of a device value along a whole dim, for the device compiler: `value[:, a:b:s]`
 and `value[:, i]` with compile-time bounds, `torch.narrow`, `select`, `chunk`, `split`, `unbind`,
-`F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method forms).
+`F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method forms);
+the diagonals of two dims: `torch.diagonal`, `torch.diag` and `torch.trace`.
 
 A block holds a power-of-two extent per dim, so a part is a new whole dim of the part's length
 whose lane j holds the value's lane start + j * step, gathered along the dim (tl.gather through
 lane_gather); a part of one lane is a unit dim, and an integer index drops it. Repeats gather
 lane j // repeats (repeat_interleave) or j % extent (repeat, tile) into the whole dim of the
-product. The dim must be a whole dim of a constant size (a run-time size joins the
-specialization): a tile's dim has a varying number of valid lanes."""
+product. A diagonal gathers lane i + offset of its second dim into a unit dim, then takes the part
+of the first dim where both lanes exist. The dim must be a whole dim of a constant size (a
+run-time size joins the specialization): a tile's dim has a varying number of valid lanes."""
 from __future__ import annotations
 
 import ast
@@ -31,13 +33,17 @@ class SlicingMixin:
             torch.nn.functional.glu: self.glu,
             torch.repeat_interleave: self.repeat_interleave,
             torch.tile: self.tile_copies,
+            torch.diagonal: self.diagonal,
+            torch.diag: self.diag,
+            torch.trace: self.trace,
         }
 
     def slicing_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
         """The tensor methods of the same functions, on `base`."""
         functions = self.slicing_functions()
         methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
-                   for name in ("narrow", "select", "chunk", "split", "unbind", "repeat_interleave", "tile")}
+                   for name in ("narrow", "select", "chunk", "split", "unbind", "repeat_interleave", "tile",
+                                "diagonal", "diag", "trace")}
         methods["repeat"] = lambda *sizes: self.repeat(base, *sizes)
         return methods
 
@@ -233,6 +239,58 @@ class SlicingMixin:
             raise self.error(exc.ShapeMismatch, f"F.glu halves a dim of {extent}; it must be even")
         first, second = self.split_parts(value, extent // 2, dim)
         return self.mul(first, self.math("sigmoid", second))
+
+    def diagonal(self, value: Any, offset: Any = 0, dim1: int = 0, dim2: int = 1) -> TVal:
+        """torch.diagonal: the lanes (i, i + offset) of dims `dim1` and `dim2`, which are dropped,
+        as a new last dim."""
+        value = self.to_tval(value)
+        rank = len(value.shape)
+        first_axis, second_axis = (self.axis_of(value, d, "torch.diagonal") for d in (dim1, dim2))
+        if first_axis == second_axis:
+            raise self.error(exc.ShapeMismatch, f"torch.diagonal of dims {dim1} and {dim2}: they are the same dim")
+        offset = self.compile_time_int(offset, "torch.diagonal")
+        rows, columns = (self.constant_extent(value.shape[a], "torch.diagonal") for a in (first_axis, second_axis))
+        start = max(-offset, 0)
+        length = min(rows - start, columns - max(offset, 0))
+        if length < 1:
+            raise self.error(exc.ShapeMismatch, f"torch.diagonal at offset {offset} of a {rows}x{columns} matrix has no lanes "
+                             "(device values have no empty dims)")
+        if value.shape[second_axis] is not ONE:
+            shape = value.shape[:second_axis] + (ONE,) + value.shape[second_axis + 1:]
+            sizes = ", ".join(d.size_expr for d in shape)
+            row = place(f"tl.arange(0, {value.shape[first_axis].size_expr})", [first_axis], rank)
+            lanes = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum(tl.maximum({row} + {offset}, 0), "
+                              f"{columns - 1}), [{sizes}])", [], "diagonal_lanes")
+            value = self.lane_gather(value, lanes, second_axis, "diagonal")
+        value = self.squeeze(value, second_axis)
+        first_axis -= first_axis > second_axis
+        value = self.part(value, first_axis, start, start + length, 1, "torch.diagonal")
+        return self.permute(value, [a for a in range(rank - 1) if a != first_axis] + [first_axis])
+
+    def diag(self, value: Any, diagonal: Any = 0) -> TVal:
+        """torch.diag: of a matrix its diagonal at offset `diagonal`; of a vector of n lanes the
+        square matrix of n + |diagonal| lanes with the vector on that diagonal, 0 elsewhere."""
+        value = self.to_tval(value)
+        if len(value.shape) == 2:
+            return self.diagonal(value, diagonal)
+        if len(value.shape) != 1:
+            raise self.error(exc.ShapeMismatch, f"torch.diag of a rank-{len(value.shape)} value; it takes 1 or 2 dims")
+        offset = self.compile_time_int(diagonal, "torch.diag")
+        extent = self.constant_extent(value.shape[0], "torch.diag")
+        if offset:
+            value = self.relaned(value, 0, extent + abs(offset), lambda j: j, "torch.diag")
+        dim = value.shape[0]
+        rows, columns = (place(f"tl.arange(0, {dim.size_expr})", [axis], 2) for axis in (0, 1))
+        on_diagonal = self.make(torch.bool, (dim, dim), lambda a: f"({columns} - {rows} == {offset})", [], "on_diagonal")
+        line = self.unsqueeze(value, 1 if offset >= 0 else 0)
+        return self.to_dtype(self.where(on_diagonal, line, 0), value.dtype)
+
+    def trace(self, value: Any) -> TVal:
+        """torch.trace: the sum of a matrix's diagonal."""
+        value = self.to_tval(value)
+        if len(value.shape) != 2:
+            raise self.error(exc.ShapeMismatch, f"torch.trace of a rank-{len(value.shape)} value; it takes a matrix")
+        return self.reduce("sum", self.diagonal(value), [0])
 
     def compile_time_int(self, k: Any, what: str) -> int:
         """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""

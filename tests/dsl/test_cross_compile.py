@@ -21,13 +21,13 @@ from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_dropout import dropped
-from .test_einsum import batched, einsums
+from .test_einsum import batched, einsums, ellipses_and_diagonals
 from .test_ordering import gathered_rows
 from .test_reductions import online_softmax, row_extremes, running_log_sums
 from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
 from .test_nested_tensors import nested, ragged_sums
-from .test_slicing import functions, repeats, subscripts
+from .test_slicing import diagonals, functions, repeats, subscripts
 from .test_split_join import complex_mul, pair_sums, swap_pairs
 from .test_stack_and_merged_dims import cat_of_mixed_dtypes, int4_matmul, pack_int4, partial_rotary, stacked
 from kernels_src.attention import attention_fwd
@@ -138,11 +138,13 @@ CASES = {
     "value_subscripts": (subscripts, lambda: (torch.randn(45, 13).bfloat16(),), None),
     "value_parts_and_glu": (functions, lambda: (torch.randn(37, 12),), None),
     "value_repeats": (repeats, lambda: (torch.randn(45, 13),), None),
+    "diagonals": (diagonals, lambda: (torch.randn(23, 11), torch.randn(5, 3, 5)), None),
     "cat_of_mixed_dtypes": (cat_of_mixed_dtypes, lambda: (torch.randn(37, 13).bfloat16(), torch.randn(37, 5)), None),
     "cat_of_a_partial_rotary_row": (partial_rotary, lambda: (torch.randn(19, 64), 24), None),
     # torch.einsum: matrix products through tl.dot (also batched), the rest as summed products
     "einsum_equations": (einsums, lambda: (torch.randn(37, 16).bfloat16(), torch.randn(16, 16).bfloat16()), None),
     "einsum_batched": (batched, lambda: (torch.randn(5, 16, 32), torch.randn(5, 32, 16)), None),
+    "einsum_ellipses_and_diagonals": (ellipses_and_diagonals, lambda: (torch.randn(19, 5, 7), torch.randn(7, 7)), None),
     # F.dropout: Philox uniforms against p, a host scalar
     "dropout": (dropped, lambda: (torch.randn(97, 301).bfloat16(), 0.3), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),

@@ -1,6 +1,7 @@
 """Corpus: torch.einsum in device code: matrix products (tl.dot, also batched and with the output
 transposed), matrix-vector and outer products, three operands, implicit outputs, a transpose, a
-full contraction, against torch.einsum in float64; and the equations refused."""
+full contraction, ellipses (broadcast across operands of different ranks, kept or summed),
+diagonals and traces, against torch.einsum in float64; and the equations refused."""
 import pytest
 import torch
 
@@ -68,6 +69,38 @@ def test_matrix_products_go_to_tl_dot():
     assert source.count("tl.dot(") == 2  # product and transposed; the others are summed products
 
 
+@helion.kernel()
+def ellipses_and_diagonals(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n, k = x.size()
+    scaled = torch.empty([m, n, k], dtype=torch.float32, device=x.device)
+    summed = torch.empty([m, k], dtype=torch.float32, device=x.device)
+    implicit = torch.empty([m, n, k], dtype=torch.float32, device=x.device)
+    diagonal = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    traced = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile in hl.tile(m):
+        a = x[tile, :, :]
+        scaled[tile, :, :] = torch.einsum("...j,j->...j", a, w[0, :])
+        summed[tile, :] = torch.einsum("b...j->bj", a)
+        implicit[tile, :, :] = torch.einsum("...,j", a[:, :, 0], w[1, :])
+        diagonal[tile, :] = torch.einsum("bii->bi", a[:, :, :n]) + torch.einsum("ii,j->j", w[:, :], w[2, :n])[None, :]
+        traced[tile] = torch.einsum("bii", a[:, :, :n]) + torch.einsum("ij,...->...", w[:, :], a[:, 0, 0])
+    return scaled, summed, implicit, diagonal, traced
+
+
+def ellipses_and_diagonals_reference(x, w):
+    x, w = x.double(), w.double()
+    n = x.size(1)
+    return (torch.einsum("...j,j->...j", x, w[0]), torch.einsum("b...j->bj", x), torch.einsum("...,j", x[:, :, 0], w[1]),
+            torch.einsum("bii->bi", x[:, :, :n]) + torch.einsum("ii,j->j", w, w[2, :n])[None],
+            torch.einsum("bii", x[:, :, :n]) + torch.einsum("ij,...->...", w, x[:, 0, 0]))
+
+
+@pytest.mark.parametrize("m,n", [(1, 5), (19, 5), (6, 1)])
+def test_einsum_ellipses_and_diagonals(m, n, device):
+    x, w = randn(m, n, 7, device=device), randn(7, 7, device=device)
+    check_kernel(ellipses_and_diagonals, (x, w), ellipses_and_diagonals_reference, rtol=1e-4, atol=1e-3)
+
+
 def _einsum_kernel(equation: str):
     @helion.kernel()
     def kernel(x: torch.Tensor) -> torch.Tensor:
@@ -79,8 +112,9 @@ def _einsum_kernel(equation: str):
 
 
 @pytest.mark.parametrize("equation,error,message", [
-    ("...j,ij->i", exc.NotSupported, "ellipses"),
-    ("ii,ij->i", exc.NotSupported, "an index repeated within 'ii'"),
+    ("ii,ij->i", exc.NotSupported, "torch.einsum's diagonal along a tile's dim"),
+    ("i.j,ij->i", exc.ShapeMismatch, "'i.j' for a value of shape"),
+    ("...ijk,ij->i", exc.ShapeMismatch, "for a value of shape"),
     ("ij->i", exc.ShapeMismatch, "names 1 operands; 2 given"),
     ("ijk,ij->i", exc.ShapeMismatch, "'ijk' for a value of shape"),
     ("ij,ij->q", exc.ShapeMismatch, "output indices 'q'"),
@@ -89,4 +123,18 @@ def test_refused_equations_say_why(equation, error, message):
     with pytest.raises(error, match=message):
         kernel = _einsum_kernel(equation)
         bound = kernel.bind((randn(8, 16),))
+        bound.to_triton_code(bound.config_spec.default_config())
+
+
+@helion.kernel()
+def diagonal_of_a_rectangle(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile, 0] + torch.einsum("ii->", x[:3, :])
+    return out
+
+
+def test_a_diagonal_of_unequal_extents_is_refused():
+    with pytest.raises(exc.ShapeMismatch, match=r"index 'i' repeated within 'ii' over extents \[3, 16\]"):
+        bound = diagonal_of_a_rectangle.bind((randn(8, 16),))
         bound.to_triton_code(bound.config_spec.default_config())

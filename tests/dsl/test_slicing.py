@@ -1,7 +1,7 @@
 """Corpus: parts and repeats of device values along whole dims: `v[:, a:b:s]`, `v[..., i]` (negative
 bounds, steps, None and Ellipsis beside them), `torch.narrow` / `select` / `chunk` / `split` /
 `unbind`, `F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method
-forms), on dims whose size is a power of two and on odd ones, in float32, bf16 and bool; and the
+forms), `torch.diagonal` / `diag` / `trace`, on dims whose size is a power of two and on odd ones, in float32, bf16 and bool; and the
 forms refused with what is supported."""
 import pytest
 import torch
@@ -100,6 +100,39 @@ def test_repeat_interleave_repeat_and_tile(m, n, device):
 
 
 @helion.kernel()
+def diagonals(x: torch.Tensor, cube: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    above = torch.empty([m, n - 2], dtype=x.dtype, device=x.device)
+    below = torch.empty([m, n - 3], dtype=x.dtype, device=x.device)
+    traced = torch.empty([m], dtype=x.dtype, device=x.device)
+    square = torch.empty([m, n + 1, n + 1], dtype=x.dtype, device=x.device)
+    across = torch.empty([m, cube.size(1)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        v = x[tile, :]
+        outer = v[:, :, None] * v[:, None, :] + v[:, None, :]
+        above[tile, :] = torch.diagonal(outer, 2, 1, 2)
+        below[tile, :] = outer.diagonal(-3, -2, -1)
+        traced[tile] = torch.diagonal(outer, 0, 2, 1).sum(-1) + torch.trace(cube[:, 0, :]) + cube[:, 1, :].trace()
+        corner = torch.diag(torch.diag(cube[:, 2, :]), 0)[0, 0]
+        square[tile, :, :] = torch.diag(x[0, :], -1)[None, :, :] + v[:, 0, None, None] * torch.diag(x[0, :], 1) * corner
+        across[tile, :] = cube[:, :, :].diagonal(0, 0, 2)[None, :, 0] + v[:, 1:2]
+    return above, below, traced, square, across
+
+
+def diagonals_reference(x, cube):
+    outer = x[:, :, None] * x[:, None, :] + x[:, None, :]
+    traced = outer.diagonal(0, 2, 1).sum(-1) + torch.trace(cube[:, 0, :]) + cube[:, 1, :].trace()
+    square = torch.diag(x[0], -1)[None] + x[:, 0, None, None] * torch.diag(x[0], 1) * torch.diag(torch.diag(cube[:, 2, :]))[0, 0]
+    return (torch.diagonal(outer, 2, 1, 2), outer.diagonal(-3, -2, -1), traced, square,
+            cube.diagonal(0, 0, 2)[None, :, 0] + x[:, 1:2])
+
+
+@pytest.mark.parametrize("m,n,c", [(1, 4, 1), (23, 11, 5)])
+def test_diagonal_diag_and_trace(m, n, c, device):
+    check_kernel(diagonals, (randn(m, n, device=device), randn(c, 3, c, device=device)), diagonals_reference)
+
+
+@helion.kernel()
 def bool_parts(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty([x.size(0), 4], dtype=torch.bool, device=x.device)
     for tile in hl.tile(x.size(0)):
@@ -178,6 +211,22 @@ def repeat_interleave_flattening(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def diagonal_of_one_dim(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.diagonal(x[tile, :, :], 0, 1, -2).sum(-1)
+    return out
+
+
+@helion.kernel()
+def diagonal_past_the_corner(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.diagonal(x[tile, :, :], 5, 1, 2).sum(-1)
+    return out
+
+
 @pytest.mark.parametrize("kernel,args,error,message", [
     (slice_of_a_tile, (randn(40),), exc.NotSupported, "along a tile's dim .* whole dims of a constant size"),
     (run_time_bound, (randn(40, 11), 3), exc.NotSupported, "is not a compile-time constant"),
@@ -187,6 +236,8 @@ def repeat_interleave_flattening(x: torch.Tensor) -> torch.Tensor:
     (split_of_wrong_sizes, (randn(40, 11),), exc.ShapeMismatch, r"torch.split into \[4, 4\] of a dim of 11"),
     (index_out_of_range, (randn(40, 11),), exc.ShapeMismatch, "index 11 out of range for a dim of 11"),
     (repeat_interleave_flattening, (randn(40, 11),), exc.NotSupported, "without a dim of a value of more than one dim"),
+    (diagonal_of_one_dim, (randn(40, 4, 5),), exc.ShapeMismatch, "torch.diagonal of dims 1 and -2: they are the same dim"),
+    (diagonal_past_the_corner, (randn(40, 4, 5),), exc.ShapeMismatch, "torch.diagonal at offset 5 of a 4x5 matrix has no lanes"),
 ])
 def test_refused_parts_say_why(kernel, args, error, message):
     with pytest.raises(error, match=message):
