@@ -3,7 +3,7 @@ compositions of Triton's exp, log, sqrt, sin and cos (its libdevice functions do
 the interpreter the tests use): `log1p` and `expm1` accurate near 0, `log10`, `tan`, `sinh`,
 `cosh`, `tanh` (accurate near 0), `asinh`, `acosh`, `atanh`, `atan`, `asin`, `acos` (and their `arc*` names), `hypot`,
 `copysign`, `signbit`, `frac`, `fmax` / `fmin` (NaN only where both are), `xlogy`, `heaviside`,
-`logit`, `erfinv` (float32 precision; float64 refused), `rad2deg` / `deg2rad`, `clamp_min` / `clamp_max`, `rsub`, `sgn`, `tril` / `triu`, the function forms of the
+`logit`, `erfinv`, `rad2deg` / `deg2rad`, `clamp_min` / `clamp_max`, `rsub`, `sgn`, `tril` / `triu`, the function forms of the
 comparisons (`eq`, `ne`, `lt`, `le`, `gt`, `ge` and their long names), `logical_and` / `or` /
 `xor` / `not`, `bitwise_and` / `or` / `xor` / `not`, `count_nonzero`, `aminmax`, and the
 activations `selu`, `celu`, `softsign`, `tanhshrink`, `threshold` and `F.normalize`. Each has
@@ -35,6 +35,8 @@ ERFINV_CENTRAL = (1.5014094114303589, 0.24664027988910675, -0.004177388269454241
 ERFINV_TAIL = (2.832976818084717, 1.001675009727478, 0.0094454949721694, -0.007637765258550644, 0.005685125477612019,
                -0.003594775451347232, 0.0014901345130056143, -6.249816215131432e-05, -0.000313790631480515,
                0.0001200541082653217)
+# float64 erfinv: past this w (float32's range) the guess is erfc's leading terms solved for x
+ERFINV_FIT_END = 16.0
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 COMPARISON_FUNCTIONS = {
@@ -195,20 +197,34 @@ class ElementaryMixin:
 
     def erfinv(self, value: Any) -> TVal:
         """The inverse error function: y * P(w) for w = -log((1 - y)(1 + y)) (ERFINV_CENTRAL,
-        ERFINV_TAIL); +-inf at +-1, NaN past them. Float64 is refused: the fits hold float32's
-        precision."""
-        value = self.to_tval(value)
-        if value.dtype == torch.float64:
-            raise self.error(exc.NotSupported, "torch.erfinv of float64 values: device code computes it to float32 precision")
-
+        ERFINV_TAIL), float32's precision, refined in float64 (erfinv_refined); +-inf at +-1, NaN
+        past them."""
         def compute(y: TVal) -> TVal:
             w = self.unary_op(ast.USub(), self.math("log", self.mul(self.sub(1.0, y), self.add(1.0, y))))
             central = self.polynomial(self.sub(w, 2.5), ERFINV_CENTRAL)
             tail = self.polynomial(self.sub(self.math("sqrt", w), 3.0), ERFINV_TAIL)
             inverse = self.mul(self.where(self.binary(ast.Lt(), w, 5.0), central, tail), y)
+            if y.dtype == torch.float64:
+                inverse = self.erfinv_refined(y, w, inverse)
             return self.where(self.binary(ast.Eq(), self.abs(y), 1.0), self.copysign(float("inf"), y), inverse)
 
         return self.in_compute(value, compute)
+
+    def erfinv_refined(self, y: TVal, w: TVal, guess: TVal) -> TVal:
+        """float64 erfinv from the float32 fit's `guess` (relative error 3e-7; past ERFINV_FIT_END,
+        where |y| is beyond float32's last value below 1, x^2 = w + ln 2 - log(sqrt(pi) x) -
+        1 / (2x^2) from erfc's asymptotic series, iterated twice from sqrt(w): 4e-5) by two
+        Newton steps on erf, as PyTorch refines its own. Near +-1 erf is flat, so the result is as
+        certain as erf's rounding over its slope there, PyTorch's too."""
+        far = self.math("sqrt", w)
+        for _ in range(2):
+            correction = self.add(self.math("log", self.mul(far, math.sqrt(math.pi))), self.div(0.5, self.mul(far, far)))
+            far = self.math("sqrt", self.sub(self.add(w, LN2), correction))
+        x = self.where(self.binary(ast.Lt(), w, ERFINV_FIT_END), guess, self.copysign(far, y))
+        for _ in range(2):
+            slope = self.mul(self.math("exp", self.unary_op(ast.USub(), self.mul(x, x))), 2.0 / math.sqrt(math.pi))
+            x = self.sub(x, self.div(self.sub(self.math("erf", x), y), slope))
+        return x
 
     def polynomial(self, t: TVal, coefficients: tuple) -> TVal:
         """sum(c_i * t**i) by Horner's rule, `coefficients` lowest power first."""

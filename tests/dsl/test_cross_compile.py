@@ -21,6 +21,7 @@ from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_dropout import dropped
+from .test_elementary import inverse_error_function
 from .test_einsum import batched, einsums, ellipses_and_diagonals
 from .test_ordering import gathered_rows
 from .test_reductions import online_softmax, row_extremes, running_log_sums
@@ -145,6 +146,8 @@ CASES = {
     "einsum_equations": (einsums, lambda: (torch.randn(37, 16).bfloat16(), torch.randn(16, 16).bfloat16()), None),
     "einsum_batched": (batched, lambda: (torch.randn(5, 16, 32), torch.randn(5, 32, 16)), None),
     "einsum_ellipses_and_diagonals": (ellipses_and_diagonals, lambda: (torch.randn(19, 5, 7), torch.randn(7, 7)), None),
+    # float64 erfinv: Newton steps on libdevice's float64 erf
+    "erfinv_float64": (inverse_error_function, lambda: (torch.rand(1000, dtype=torch.float64) * 2 - 1,), None),
     # F.dropout: Philox uniforms against p, a host scalar
     "dropout": (dropped, lambda: (torch.randn(97, 301).bfloat16(), 0.3), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
