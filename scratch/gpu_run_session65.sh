@@ -1,8 +1,9 @@
 #!/bin/bash
 # Sixty-fifth session's first call (the sixty-fourth's report call, taken back mid-run): the GPU
 # tests of the DSL's parts of device values, diagonals, cat by lanes, einsum (ellipses, diagonals),
-# dropout, loads of unit dims and the elementary functions (float64 erfinv), then the full report with what is left of the call (Liger from
-# .whl: carry [".whl"]), for benchmarks/RESULTS.md (H100) or benchmarks/h200/RESULTS.md.
+# dropout, loads of unit dims and the elementary functions (float64 erfinv), then the full report
+# with what is left of the call (Liger from .whl: carry [".whl"]), for benchmarks/RESULTS.md (H100)
+# or benchmarks/h200/RESULTS.md.
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 start=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $gpu"
