@@ -427,12 +427,44 @@ class ReduceMixin:
     # ------------------------------------------------------------------ matrix products
     def matmul(self, a: Any, b: Any, out_dtype: Any = None) -> TVal:
         """torch.matmul / mm / bmm; `out_dtype` (PyTorch's overload of mm and bmm) accumulates into
-        that type as hl.dot(out_dtype=) does."""
+        that type as hl.dot(out_dtype=) does. As torch.matmul: a one-dim operand is a vector
+        (vector_product), and the operand of fewer dims gains leading unit dims."""
         a, b = self.to_tval(a), self.to_tval(b)
         if out_dtype is not None:
             return self.hl_dot(a, b, None, out_dtype)
+        if 0 in (len(a.shape), len(b.shape)):
+            raise self.error(exc.ShapeMismatch, f"matrix product of shapes {self.shape_text(a.shape)} and "
+                             f"{self.shape_text(b.shape)}: both need at least one dim")
+        if 1 in (len(a.shape), len(b.shape)):
+            return self.vector_product(a, b)
+        while len(a.shape) < len(b.shape):
+            a = self.unsqueeze(a, 0)
+        while len(b.shape) < len(a.shape):
+            b = self.unsqueeze(b, 0)
         dtype = torch.promote_types(a.dtype, b.dtype)
         return self.dot_product(a, b, None, dtype)
+
+    def of_rank(self, value: Any, rank: int, what: str) -> TVal:
+        """`value`, which must have `rank` dims (torch.mm's and bmm's operands)."""
+        value = self.to_tval(value)
+        if len(value.shape) != rank:
+            raise self.error(exc.ShapeMismatch, f"{what} of a value of shape {self.shape_text(value.shape)}; it takes {rank} dims")
+        return value
+
+    def vector_product(self, a: TVal, b: TVal) -> TVal:
+        """torch.matmul where an operand has one dim: the broadcast product summed over the
+        contracted dim in the compute dtype (a vector's dim of 1 cannot feed tl.dot)."""
+        dtype = torch.promote_types(a.dtype, b.dtype)
+        if len(a.shape) == 1 and len(b.shape) > 1:  # a @ b[..., k, n]: a along b's rows
+            a, contracted = self.unsqueeze(a, 1), -2
+        else:  # a[..., k] @ b or a[..., m, k] @ b[k]: b along a's last dim
+            contracted = -1
+        if not same_dim(a.shape[contracted], b.shape[contracted]):
+            raise self.error(exc.ShapeMismatch, f"matrix product contracts {self.dim_text(a.shape[contracted])} with "
+                             f"{self.dim_text(b.shape[contracted])}")
+        wide = compute_dtype(dtype)
+        product = self.binary(ast.Mult(), self.to_dtype(a, wide), self.to_dtype(b, wide))
+        return self.to_dtype(self.reduce("sum", product, [len(product.shape) + contracted]), dtype)
 
     def addmm(self, acc: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> TVal:
         if beta != 1 or alpha != 1:
@@ -463,6 +495,8 @@ class ReduceMixin:
             raise self.error(exc.ShapeMismatch, f"matrix product contracts {self.dim_text(k_a)} with {self.dim_text(k_b)} (shapes {self.shape_text(a.shape)} and {self.shape_text(b.shape)})")
         batch = self.broadcast_shape(a.shape[:-2], b.shape[:-2])
         shape = batch + (a.shape[-2], b.shape[-1])
+        # tl.dot takes equal batch dims: an operand's unit batch dims are expanded
+        a, b = (self.broadcast_to(v, batch + v.shape[-2:]) for v in (a, b))
         for d in (a.shape[-2], k_a, b.shape[-1]):
             self.session.note_dot_dim(d)
         self.session.found.dot_shapes.add(shape_key(shape))

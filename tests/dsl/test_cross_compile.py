@@ -19,6 +19,7 @@ from .test_control_flow import (column_tile_sums, last_row, matmul_bias_on_first
                                 rows_kept_or_marked)
 from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
+from .test_matmul import broadcast_products
 from .test_inner_tile_ends import lower_triangular_product
 from .test_dropout import dropped
 from .test_elementary import inverse_error_function
@@ -142,6 +143,9 @@ CASES = {
     "diagonals": (diagonals, lambda: (torch.randn(23, 11), torch.randn(5, 3, 5)), None),
     "cat_of_mixed_dtypes": (cat_of_mixed_dtypes, lambda: (torch.randn(37, 13).bfloat16(), torch.randn(37, 5)), None),
     "cat_of_a_partial_rotary_row": (partial_rotary, lambda: (torch.randn(19, 64), 24), None),
+    # torch.matmul's broadcasting: tl.dot takes equal batch dims (a unit one failed to compile)
+    "matmul_broadcasts": (broadcast_products, lambda: (torch.randn(5, 19, 33).bfloat16(), torch.randn(33, 17).bfloat16(),
+                                                      torch.randn(33).bfloat16()), {"block_sizes": [4]}),
     # torch.einsum: matrix products through tl.dot (also batched), the rest as summed products
     "einsum_equations": (einsums, lambda: (torch.randn(37, 16).bfloat16(), torch.randn(16, 16).bfloat16()), None),
     "einsum_batched": (batched, lambda: (torch.randn(5, 16, 32), torch.randn(5, 32, 16)), None),

@@ -1,5 +1,6 @@
 """Corpus: matrix products (torch.addmm/mm/matmul/@/bmm/baddbmm, hl.dot with acc/out_dtype), split-k with
-atomics, epilogues, and transposed operands (.T/.transpose/.permute)."""
+atomics, epilogues, transposed operands (.T/.transpose/.permute), and torch.matmul's broadcasting:
+operands of different ranks, unit batch dims, one-dim operands (vectors)."""
 import re
 
 import pytest
@@ -9,6 +10,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
 from ._harness import check_kernel, randn
+from build_tools.dsl import exc
 
 SHAPES = [(1, 1, 1), (37, 19, 45), (16, 80, 33)]
 
@@ -293,3 +295,47 @@ def batched_matmul_operator(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def test_batched_matmul_operators(b, m, k, n, device):
     x, y = randn(b, m, k, device=device), randn(b, k, n, device=device)
     check_kernel(batched_matmul_operator, (x, y), lambda x, y: torch.bmm(x, y), **matmul_tolerance(device))
+
+
+@helion.kernel()
+def broadcast_products(x: torch.Tensor, w: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    b, m, k = x.size()
+    n = w.size(1)
+    ranks = torch.empty([b, m, n], dtype=torch.float32, device=x.device)
+    batch = torch.empty([b, m, n], dtype=torch.float32, device=x.device)
+    matrix_vector = torch.empty([b, m], dtype=torch.float32, device=x.device)
+    vector_matrix = torch.empty([b, n], dtype=torch.float32, device=x.device)
+    dots = torch.empty([b], dtype=torch.float32, device=x.device)
+    for tile_b in hl.tile(b):
+        a = x[tile_b, :, :]
+        ranks[tile_b, :, :] = torch.matmul(a, w[:, :]).float()
+        batch[tile_b, :, :] = (a @ w[None, :, :]).float()
+        matrix_vector[tile_b, :] = (a @ v[:]).float()
+        vector_matrix[tile_b, :] = torch.matmul(v[:], w[:, :])[None, :].float() + a[:, 0, :n].float()
+        dots[tile_b] = torch.matmul(v[:], v[:]) + a[:, 0, 0].float()
+    return ranks, batch, matrix_vector, vector_matrix, dots
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("b,m,k,n", [(1, 16, 16, 16), (5, 19, 33, 17)])
+def test_matmul_broadcasts_as_torch_matmul(b, m, k, n, dtype, device):
+    x, w, v = randn(b, m, k, dtype=dtype, device=device), randn(k, n, dtype=dtype, device=device), randn(k, dtype=dtype, device=device)
+
+    def reference(x, w, v):  # n <= k: the vector-matrix row adds x's first n columns
+        return (x @ w, x @ w, x @ v, (v @ w)[None] + x[:, 0, :n], v @ v + x[:, 0, 0])
+
+    check_kernel(broadcast_products, (x, w, v), reference, **matmul_tolerance(device, dtype))
+
+
+@helion.kernel()
+def mm_of_three_dims(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), x.size(1), w.size(1)], dtype=x.dtype, device=x.device)
+    for tile_b in hl.tile(x.size(0)):
+        out[tile_b, :, :] = torch.mm(x[tile_b, :, :], w[:, :])
+    return out
+
+
+def test_mm_takes_two_dims():
+    with pytest.raises(exc.ShapeMismatch, match=r"torch.mm of a value of shape .*; it takes 2 dims"):
+        bound = mm_of_three_dims.bind((randn(4, 16, 16), randn(16, 16)))
+        bound.to_triton_code(bound.config_spec.default_config())
