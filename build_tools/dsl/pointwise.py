@@ -769,8 +769,9 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[hl.join] = ignore_node(self.hl_join)
         table[hl.split] = ignore_node(self.hl_split)
         table[torch.matmul] = ignore_node(self.matmul)
-        table[torch.mm] = ignore_node(lambda a, b, **k: self.matmul(self.of_rank(a, 2, "torch.mm"), self.of_rank(b, 2, "torch.mm"), **k))
-        table[torch.bmm] = ignore_node(lambda a, b, **k: self.matmul(self.of_rank(a, 3, "torch.bmm"), self.of_rank(b, 3, "torch.bmm"), **k))
+        for name, rank in (("mm", 2), ("bmm", 3)):
+            table[getattr(torch, name)] = ignore_node(lambda a, b, *rest, _r=rank, _w=f"torch.{name}", **k: self.matmul(
+                self.of_rank(a, _r, _w), self.of_rank(b, _r, _w), *rest, **k))
         table[torch.addmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[torch.baddbmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[hl.dot] = ignore_node(self.hl_dot)
