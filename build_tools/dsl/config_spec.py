@@ -420,6 +420,9 @@ class ConfigSpec:
         n_top = len(self.found.top_loops)
         flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
         fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]
+        for loop, kernel in enumerate(compiled.device_loop_kernels):  # Discovery.branched_loops
+            if fields["persistent_flattens"][kernel] and kernel in compiled.branched_loops:
+                fields["range_unroll_factors"][loop] = 0
         reversals = list(fields.get("tile_reversals") or []) + [False] * n_top
         fields["tile_reversals"] = [bool(v) and i not in compiled.waiting_loops for i, v in enumerate(reversals[:n_top])]
         subtiles = list(fields.get("store_subtiles") or []) + [1] * compiled.stores

@@ -84,6 +84,7 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         self.current_node: ast.AST | None = None
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled
+        self.runtime_branches = 0  # run-time `if` bodies open around the code being compiled
         self.following: list[list[ast.stmt]] = []  # per open block, the statements after the current one
         self.unrolled_sites: dict | None = None  # inside an unrolled loop: device_loop_site's places by loop node
         # the loops open around the code being compiled, outermost first (the top-level loop, then
@@ -582,7 +583,7 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         site = self.unrolled_sites.get(id(node)) if self.unrolled_sites is not None else None
         if site is not None:
             return site
-        loop_index = self.session.next_device_loop(self.contains_dot(node.body))
+        loop_index = self.session.next_device_loop(self.contains_dot(node.body), in_branch=self.runtime_branches > 0)
         blocks = [None if spec.kind == "grid" else
                   self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=True)
                   for i, (begin, end) in enumerate(zip(spec.begins, spec.ends))]
@@ -778,12 +779,14 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         self.session.note_branch(self.open_device_loops)
         b = self.builder
         b.emit(f"if {cond.name}:")
+        self.runtime_branches += 1
         with b.block():
             self.statements(node.body)
         if node.orelse:
             b.emit("else:")
             with b.block():
                 self.statements(node.orelse)
+        self.runtime_branches -= 1
         self.uncarry(carried)
         self.drop_inner_values(assigned, before, carried)
 

@@ -85,6 +85,11 @@ class Discovery:
     # top-level loops whose programs wait for each other: their tiles keep launch order
     # (tile_reversals), since a program may wait for one that a reversed order would launch later
     waiting_loops: set = field(default_factory=set)
+    # top-level loops with a device loop inside a run-time `if`: flattened (persistent_flattens),
+    # their device loops are not unrolled. Triton 3.6's TritonGPUFuseNestedLoops builds an invalid
+    # scf.if where such a branch follows an unrolled loop of a constant trip count (found by
+    # cross-compiling the corpus, 2026-12-07); flattened without unrolling, they compile.
+    branched_loops: set = field(default_factory=set)
     # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
     tensor_shapes: set = field(default_factory=set)
     # shape_key of every matrix product's result (the warp cap keeps 8x16 outputs per warp)
@@ -509,9 +514,11 @@ class CompileSession:
         value = self.knob("load_eviction_policies", load, "")
         return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")  # "reread": see memory.load
 
-    def next_device_loop(self, has_dot: bool) -> int:
+    def next_device_loop(self, has_dot: bool, in_branch: bool) -> int:
         self.found.device_loops.append(DeviceLoopInfo(has_dot))
         self.found.device_loop_kernels.append(self.top_loop_index)
+        if in_branch:
+            self.found.branched_loops.add(self.top_loop_index)
         index = self.device_loop_index
         self.device_loop_index += 1
         return index

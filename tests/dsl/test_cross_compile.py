@@ -88,6 +88,11 @@ CASES = {
     # `maxnreg`: ptxas allocates at most that many registers per thread
     "register_capped": (negated_row_sums, lambda: (torch.randn(64, 512),), {**NEGATED_SUMS, "maxnreg": 32}),
     "name_reused_after_a_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), None),
+    # a persistent loop asked to flatten, whose branch holds loops after an unrolled loop of a
+    # constant trip count: Triton's FuseNestedLoops built an invalid scf.if, so it is not flattened
+    "loops_in_a_branch_of_a_flattened_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), {
+        "block_sizes": [64, 64, 64], "pid_type": "persistent_interleaved", "persistent_flattens": [True],
+        "range_unroll_factors": [2, 1, 4], "range_num_stages": [2, 3, 4], "num_warps": 1}),
     "value_read_after_its_loop": (last_row, lambda: (torch.randn(6, 70),), None),
     # Hopper warp specialization: taken where every load uses a descriptor (k = 64: 16-byte rows),
     # off where one cannot (k = 37), which Triton 3.6 would abort compiling
