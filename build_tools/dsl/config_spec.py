@@ -208,7 +208,8 @@ class ConfigSpec:
         for i in range(f.flatten_count):
             knobs.append(Knob("flatten_loops", i, (False, True)))
         for i in range(len(f.top_loops)):
-            knobs.append(Knob("persistent_flattens", i, (False, True)))
+            unflattenable = all(i in s.memoryless_loop_kernels() for s in structures)
+            knobs.append(Knob("persistent_flattens", i, (False,) if unflattenable else (False, True)))
             waits = all(i in s.waiting_loops for s in structures)
             knobs.append(Knob("tile_reversals", i, (False,) if waits else (False, True)))
         for i in range(most["range_num_stages"]):
@@ -419,7 +420,8 @@ class ConfigSpec:
         persistent = fields["pid_type"] in ("persistent_blocked", "persistent_interleaved")  # a flattenable tl.range
         n_top = len(self.found.top_loops)
         flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
-        fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]
+        memoryless = compiled.memoryless_loop_kernels()
+        fields["persistent_flattens"] = [bool(v) and persistent and i not in memoryless for i, v in enumerate(flattens[:n_top])]
         for loop, kernel in enumerate(compiled.device_loop_kernels):  # Discovery.branched_loops
             if fields["persistent_flattens"][kernel] and kernel in compiled.branched_loops:
                 fields["range_unroll_factors"][loop] = 0

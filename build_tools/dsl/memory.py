@@ -121,6 +121,7 @@ class MemoryMixin:
 
     # ------------------------------------------------------------------ addresses
     def address(self, tensor: HostTensor, index: list, node: ast.AST) -> Address:
+        self.session.note_memory_access(self.open_device_loops)
         meta = tensor.meta
         rank = meta.dim()
         items = []

@@ -52,6 +52,10 @@ class DeviceLoopInfo:
     # A dot in the body reads a constant tile (hl.full) as an operand. Triton 3.6's automatic warp
     # specialization crashes on such a loop (NVGPUWarpSpecialization, 2026-12-02), so it is not offered.
     constant_operand: bool = False
+    # A load, store or atomic in the body (or a loop inside it). Triton 3.6's
+    # TritonGPUFuseNestedLoops crashes (an MLIR assertion) on a flattened loop holding a loop
+    # without one (a count: `count = count + 1.0`), so such kernels are not flattened.
+    memory_access: bool = False
 
 
 @dataclass
@@ -101,6 +105,11 @@ class Discovery:
     # per top-level loop, the block index of its row tile when the Gluon back end can lower its
     # kernel (the loop form of gluon_lowering over float16/bfloat16 tensors), else None
     gluon_rows: list = field(default_factory=list)
+
+    def memoryless_loop_kernels(self) -> set:
+        """The top-level loops holding a device loop without a memory access: never flattened
+        (DeviceLoopInfo.memory_access)."""
+        return {kernel for loop, kernel in zip(self.device_loops, self.device_loop_kernels) if not loop.memory_access}
 
 
 @dataclass
@@ -527,6 +536,11 @@ class CompileSession:
         """A dot inside these device loops reads a constant tile."""
         for index in loop_indices:
             self.found.device_loops[index].constant_operand = True
+
+    def note_memory_access(self, loop_indices: list[int]) -> None:
+        """A load, store or atomic was emitted inside these device loops."""
+        for index in loop_indices:
+            self.found.device_loops[index].memory_access = True
 
     def note_branch(self, loop_indices: list[int]) -> None:
         """A runtime `if` was emitted inside these device loops."""

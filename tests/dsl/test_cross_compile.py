@@ -19,6 +19,7 @@ from .test_control_flow import (column_tile_sums, last_row, matmul_bias_on_first
                                 rows_kept_or_marked)
 from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
+from .test_loops import grid_cell_count
 from .test_matmul import broadcast_products
 from .test_inner_tile_ends import lower_triangular_product
 from .test_dropout import dropped
@@ -90,6 +91,11 @@ CASES = {
     "name_reused_after_a_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), None),
     # a persistent loop asked to flatten, whose branch holds loops after an unrolled loop of a
     # constant trip count: Triton's FuseNestedLoops built an invalid scf.if, so it is not flattened
+    # a persistent loop asked to flatten around a loop with no memory access (a count): Triton's
+    # FuseNestedLoops crashed on it, so it is not flattened
+    "memoryless_loop_in_a_flattened_loop": (grid_cell_count, lambda: (torch.randn(7), 2, 5), {
+        "block_sizes": [2], "pid_type": "persistent_blocked", "persistent_flattens": [True], "flatten_loops": [True],
+        "num_warps": 1}),
     "loops_in_a_branch_of_a_flattened_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), {
         "block_sizes": [64, 64, 64], "pid_type": "persistent_interleaved", "persistent_flattens": [True],
         "range_unroll_factors": [2, 1, 4], "range_num_stages": [2, 3, 4], "num_warps": 1}),
