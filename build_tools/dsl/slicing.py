@@ -97,8 +97,9 @@ class SlicingMixin:
 
     def relaned(self, value: TVal, axis: int, length: int, source: Callable[[str], str], what: str) -> TVal:
         """`value` along `axis` as a new whole dim of `length` lanes (one lane: a unit dim), lane j
-        the value's lane `source(j)` (a Triton expression of the positions), clamped into its
-        block (lanes the caller does not keep may point outside it); a unit dim is broadcast."""
+        the value's lane `source(j)` (a Triton expression of the positions; it may read other dims'
+        positions, as a diagonal does), clamped into its block (lanes the caller does not keep may
+        point outside it); a unit dim is broadcast."""
         dim_out = ONE if length == 1 else self.rdim_for(length, str(length), str(length))
         self.require_whole([dim_out], what)
         shape = value.shape[:axis] + (dim_out,) + value.shape[axis + 1:]
@@ -255,14 +256,8 @@ class SlicingMixin:
         if length < 1:
             raise self.error(exc.ShapeMismatch, f"torch.diagonal at offset {offset} of a {rows}x{columns} matrix has no lanes "
                              "(device values have no empty dims)")
-        if value.shape[second_axis] is not ONE:
-            shape = value.shape[:second_axis] + (ONE,) + value.shape[second_axis + 1:]
-            sizes = ", ".join(d.size_expr for d in shape)
-            row = place(f"tl.arange(0, {value.shape[first_axis].size_expr})", [first_axis], rank)
-            lanes = self.make(torch.int32, shape, lambda a: f"tl.broadcast_to(tl.minimum(tl.maximum({row} + {offset}, 0), "
-                              f"{columns - 1}), [{sizes}])", [], "diagonal_lanes")
-            value = self.lane_gather(value, lanes, second_axis, "diagonal")
-        value = self.squeeze(value, second_axis)
+        row = place(f"tl.arange(0, {value.shape[first_axis].size_expr})", [first_axis], rank)
+        value = self.squeeze(self.relaned(value, second_axis, 1, lambda _: f"{row} + {offset}", "torch.diagonal"), second_axis)
         first_axis -= first_axis > second_axis
         value = self.part(value, first_axis, start, start + length, 1, "torch.diagonal")
         return self.permute(value, [a for a in range(rank - 1) if a != first_axis] + [first_axis])
