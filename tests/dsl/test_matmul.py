@@ -306,7 +306,9 @@ def broadcast_products(x: torch.Tensor, w: torch.Tensor, v: torch.Tensor) -> tup
     matrix_vector = torch.empty([b, m], dtype=torch.float32, device=x.device)
     vector_matrix = torch.empty([b, n], dtype=torch.float32, device=x.device)
     dots = torch.empty([b], dtype=torch.float32, device=x.device)
-    for tile_b in hl.tile(b):
+    # two batch entries a program: a block of 8 holds 311 KB of float32 operands in shared memory,
+    # more than an H100 has (OutOfResources on the GPU; the interpreter has no such limit)
+    for tile_b in hl.tile(b, block_size=2):
         a = x[tile_b, :, :]
         ranks[tile_b, :, :] = torch.matmul(a, w[:, :]).float()
         batch[tile_b, :, :] = (a @ w[None, :, :]).float()
