@@ -7,12 +7,17 @@ input dtype. The dk/dv loop's config is the shipped entry's (its dkv block sizes
 backend); `check` runs it through Triton's interpreter (CPU) against the float64 reference,
 `compile` cross-compiles it for sm_90 under each config, `time` (GPU) times it against the
 shipped module and cuDNN in one process (benchmarks.timing.Timer) and writes $OUT/atomic_dq.json.
-Run: PYTHONPATH=. python3 scratch/attention_bwd_atomic_dq_probe.py check|compile|time
+`tma` (GPU) times, at one config per head dim, the per-element atomics against a tile-wide TMA
+reduce-add (the generated source's atomic line rewritten by hand to a tensor descriptor's
+`atomic_add`, which the DSL does not emit), and the two-kernel form under the same Triton backend,
+and writes $OUT/tma_dq.json.
+Run: PYTHONPATH=. python3 scratch/attention_bwd_atomic_dq_probe.py check|compile|time|tma
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -167,5 +172,73 @@ def time_all() -> None:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
 
+ATOMIC_LINE = re.compile(r"(\s*)old_\d+ = tl\.atomic_add\(grad_q_sum \+ \(offset_(\d+) \* grad_q_sum_stride_0 \+ "
+                         r"(v_\d+) \* grad_q_sum_stride_1 \+ indices_\d+\[:, None\] \* grad_q_sum_stride_2 \+ "
+                         r"rindex_0\[None, :\] \* grad_q_sum_stride_3\), (dot_\d+), mask=\((mask_\d+)\[:, None\]\), "
+                         r"sem='relaxed', scope='gpu'\)")
+
+
+def tma_reduce_source(source: str) -> str:
+    """The generated source with the dq atomic as a TMA reduce-add of the whole tile: a descriptor
+    over grad_q_sum's rows ([B * H * Sq, D], contiguous), the tile's rows past Sq zeroed (they land
+    in the next head's rows, or past the tensor's end, where TMA drops them)."""
+    def rewrite(match):
+        indent, batch_index, head, value, mask = match.groups()
+        rows = f"(offset_{batch_index} * grad_q_sum_stride_0 + {head} * grad_q_sum_stride_1) // grad_q_sum_stride_2"
+        total = "grad_q_sum_stride_0 // grad_q_sum_stride_2 * batch"
+        descriptor = (f"tl.make_tensor_descriptor(grad_q_sum, [{total}, _RDIM_SIZE_0], [grad_q_sum_stride_2, 1], "
+                      f"[_BLOCK_SIZE_2, _RDIM_SIZE_0])")
+        start = [m for m in re.finditer(r"for (offset_\d+) in tl\.range", source[:match.start()])][-1].group(1)
+        return (f"{indent}{descriptor}.atomic_add([{rows} + {start}, 0], "
+                f"tl.where({mask}[:, None], {value}, 0.0))")
+    rewritten, count = ATOMIC_LINE.subn(rewrite, source)
+    assert count >= 1, "no dq atomic found in the generated source"
+    return rewritten
+
+
+def tma_all() -> None:
+    import triton
+    from benchmarks.timing import Timer
+    from build_tools.dsl.kernel import load_module
+    from helion_kernels._ops.attention import _bwd_impl
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    device = torch.device("cuda")
+    timer = Timer(device)
+    chosen = {128: (128, 64, 8, 3), 64: (64, 64, 4, 3)}
+    two_kernel = {128: {"block_sizes": [128, 64, 128, 64], "num_warps": 8, "num_stages": 2, "pid_type": "flat"},
+                  64: {"block_sizes": [64, 64, 64, 64], "num_warps": 4, "num_stages": 3, "pid_type": "flat"}}
+    rows = []
+    for shape in SHAPES:
+        args = attention.make_bwd_inputs(shape, torch.bfloat16, device, 0)
+        expected = _bwd_impl(*args)
+        n, m, w, st = chosen[shape["D"]]
+        config = {"block_sizes": [64, n, m], "num_warps": w, "num_stages": st, "pid_type": "flat"}
+        bound = attention_bwd_atomic_dq.bind(args)
+        fns, errors = {"shipped": lambda: _bwd_impl(*args)}, {}
+        candidates = {
+            "two kernels, Triton": lambda: attention.attention_bwd.bind(args).compile_config(two_kernel[shape["D"]]),
+            "element atomics": lambda: bound.compile_config(config),
+            "TMA reduce": lambda: getattr(load_module(tma_reduce_source(bound.to_triton_code(config))),
+                                          "attention_bwd_atomic_dq"),
+            "TMA reduce, TMA loads": lambda: getattr(load_module(tma_reduce_source(bound.to_triton_code(
+                {**config, "indexing": "tensor_descriptor"}))), "attention_bwd_atomic_dq"),
+        }
+        for label, make in candidates.items():
+            try:
+                fn = make()
+                got = fn(*args)
+                errors[label] = max(float((g.float() - e.float()).abs().max()) for g, e in zip(got, expected))
+                fns[label] = lambda fn=fn: fn(*args)
+            except Exception as error:  # noqa: BLE001 - reported per variant
+                errors[label] = f"{type(error).__name__}: {str(error)[-300:]}"
+        us = {name: statistics.median(v) for name, v in timer.device_rounds(fns, rounds=5).items()}
+        row = {"shape": shape, "us": us, "max_diff_vs_shipped": errors,
+               "vs_shipped": {name: us["shipped"] / t for name, t in us.items()}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        with open(os.path.join(os.environ.get("OUT", "."), "tma_dq.json"), "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
 if __name__ == "__main__":
-    {"check": check, "compile": compile_all, "time": time_all}[sys.argv[1]]()
+    {"check": check, "compile": compile_all, "time": time_all, "tma": tma_all}[sys.argv[1]]()
