@@ -156,7 +156,7 @@ CASES = {
     "cat_of_a_partial_rotary_row": (partial_rotary, lambda: (torch.randn(19, 64), 24), None),
     # torch.matmul's broadcasting: tl.dot takes equal batch dims (a unit one failed to compile)
     "matmul_broadcasts": (broadcast_products, lambda: (torch.randn(5, 19, 33).bfloat16(), torch.randn(33, 17).bfloat16(),
-                                                      torch.randn(33).bfloat16()), {"block_sizes": [4]}),
+                                                      torch.randn(33).bfloat16()), None),
     # torch.einsum: matrix products through tl.dot (also batched), the rest as summed products
     "einsum_equations": (einsums, lambda: (torch.randn(37, 16).bfloat16(), torch.randn(16, 16).bfloat16()), None),
     "einsum_batched": (batched, lambda: (torch.randn(5, 16, 32), torch.randn(5, 32, 16)), None),
