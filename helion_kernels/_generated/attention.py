@@ -12937,449 +12937,6 @@ def _attention_fwd_gluon_219b81dc72(q_len, q_heads, batch, group, q, q_stride_0,
     gl.warp_specialize([(_attention_fwd_gluon_219b81dc72_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_219b81dc72_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_3f6cb62e85_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_19 = gl.minimum(offset_5, kv_len)
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_49 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_78 in range(v_19, whole_end_77, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_107 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_107, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_107, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_3f6cb62e85_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    v_19 = gl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_24 > 0:
-        offset_24 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
-        v_30 = (red_29 * qk_scale)
-        v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
-        v_32 = (dot_28 * qk_scale)
-        v_34 = (v_32 - (v_31[:, None]))
-        v_35 = gl.exp2(v_34)
-        v_36 = (row_max_22 - v_31)
-        v_37 = gl.exp2(v_36)
-        v_38 = (row_sum_20 * v_37)
-        red_39 = gl.sum(v_35, 1)
-        v_40 = (v_38 + red_39)
-        v_42 = v_35.to(gl.float16)
-        v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_20 = v_40
-        row_max_22 = v_31
-        pend_a0 = gl.convert_layout(v_42, p_layout)
-        pend_acc0 = v_44
-        for jj in range(1, n_offset_24):
-            offset_24 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_29 = gl.reduce(dot_28, 1, _max_f4e3fa2f3b)
-            v_30 = (red_29 * qk_scale)
-            v_31 = gl.maximum(row_max_22, v_30, propagate_nan=tl.PropagateNan.ALL)
-            v_32 = (dot_28 * qk_scale)
-            v_34 = (v_32 - (v_31[:, None]))
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_max_22 - v_31)
-            v_37 = gl.exp2(v_36)
-            v_38 = (row_sum_20 * v_37)
-            red_39 = gl.sum(v_35, 1)
-            v_40 = (v_38 + red_39)
-            v_42 = v_35.to(gl.float16)
-            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_40
-            row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_42, p_layout)
-            pend_acc0 = v_44
-        prev = (c + n_offset_24 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_24 + 1
-    c += n_offset_24
-    row_sum_46 = row_sum_20
-    acc_47 = acc_21
-    row_max_48 = row_max_22
-    n_offset_49 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
-    if n_offset_49 > 0:
-        offset_49 = whole_end_23
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
-        v_56 = (red_55 * qk_scale)
-        v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
-        v_58 = (dot_54 * qk_scale)
-        v_60 = (v_58 - (v_57[:, None]))
-        v_61 = gl.exp2(v_60)
-        v_62 = (row_max_48 - v_57)
-        v_63 = gl.exp2(v_62)
-        v_64 = (row_sum_46 * v_63)
-        red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
-        v_66 = (v_64 + red_65)
-        v_68 = v_61.to(gl.float16)
-        v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_46 = v_66
-        row_max_48 = v_57
-        pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
-        pend_acc0 = v_70
-        for jj in range(1, n_offset_49):
-            offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            red_55 = gl.reduce(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1, _max_f4e3fa2f3b)
-            v_56 = (red_55 * qk_scale)
-            v_57 = gl.maximum(row_max_48, v_56, propagate_nan=tl.PropagateNan.ALL)
-            v_58 = (dot_54 * qk_scale)
-            v_60 = (v_58 - (v_57[:, None]))
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_max_48 - v_57)
-            v_63 = gl.exp2(v_62)
-            v_64 = (row_sum_46 * v_63)
-            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
-            v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.float16)
-            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_46 = v_66
-            row_max_48 = v_57
-            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
-            pend_acc0 = v_70
-        prev = (c + n_offset_49 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_49 + 1
-    c += n_offset_49
-    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    row_sum_74 = row_sum_46
-    acc_75 = acc_47
-    row_max_76 = row_max_48
-    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_19), 0), _BLOCK_SIZE_1)
-    if n_offset_78 > 0:
-        offset_78 = v_19
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-        red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
-        v_88 = (red_87 * qk_scale)
-        v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
-        v_90 = (v_86 * qk_scale)
-        v_92 = (v_90 - (v_89[:, None]))
-        v_93 = gl.exp2(v_92)
-        v_94 = (row_max_76 - v_89)
-        v_95 = gl.exp2(v_94)
-        v_96 = (row_sum_74 * v_95)
-        red_97 = gl.sum(v_93, 1)
-        v_98 = (v_96 + red_97)
-        v_100 = v_93.to(gl.float16)
-        v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_74 = v_98
-        row_max_76 = v_89
-        pend_a0 = gl.convert_layout(v_100, p_layout)
-        pend_acc0 = v_102
-        for jj in range(1, n_offset_78):
-            offset_78 = v_19 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
-            red_87 = gl.reduce(v_86, 1, _max_f4e3fa2f3b)
-            v_88 = (red_87 * qk_scale)
-            v_89 = gl.maximum(row_max_76, v_88, propagate_nan=tl.PropagateNan.ALL)
-            v_90 = (v_86 * qk_scale)
-            v_92 = (v_90 - (v_89[:, None]))
-            v_93 = gl.exp2(v_92)
-            v_94 = (row_max_76 - v_89)
-            v_95 = gl.exp2(v_94)
-            v_96 = (row_sum_74 * v_95)
-            red_97 = gl.sum(v_93, 1)
-            v_98 = (v_96 + red_97)
-            v_100 = v_93.to(gl.float16)
-            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_74 = v_98
-            row_max_76 = v_89
-            pend_a0 = gl.convert_layout(v_100, p_layout)
-            pend_acc0 = v_102
-        prev = (c + n_offset_78 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_78 + 1
-    c += n_offset_78
-    row_sum_104 = row_sum_74
-    acc_105 = acc_75
-    row_max_106 = row_max_76
-    n_offset_107 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
-    if n_offset_107 > 0:
-        offset_107 = whole_end_77
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-        red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
-        v_118 = (red_117 * qk_scale)
-        v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
-        v_120 = (v_116 * qk_scale)
-        v_122 = (v_120 - (v_119[:, None]))
-        v_123 = gl.exp2(v_122)
-        v_124 = (row_max_106 - v_119)
-        v_125 = gl.exp2(v_124)
-        v_126 = (row_sum_104 * v_125)
-        red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
-        v_128 = (v_126 + red_127)
-        v_130 = v_123.to(gl.float16)
-        v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_104 = v_128
-        row_max_106 = v_119
-        pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
-        pend_acc0 = v_132
-        for jj in range(1, n_offset_107):
-            offset_107 = whole_end_77 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
-            red_117 = gl.reduce(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1, _max_f4e3fa2f3b)
-            v_118 = (red_117 * qk_scale)
-            v_119 = gl.maximum(row_max_106, v_118, propagate_nan=tl.PropagateNan.ALL)
-            v_120 = (v_116 * qk_scale)
-            v_122 = (v_120 - (v_119[:, None]))
-            v_123 = gl.exp2(v_122)
-            v_124 = (row_max_106 - v_119)
-            v_125 = gl.exp2(v_124)
-            v_126 = (row_sum_104 * v_125)
-            red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
-            v_128 = (v_126 + red_127)
-            v_130 = v_123.to(gl.float16)
-            acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_104 = v_128
-            row_max_106 = v_119
-            pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
-            pend_acc0 = v_132
-        prev = (c + n_offset_107 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_107 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_107) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_107 + 1
-    c += n_offset_107
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
-    v_136 = v_135.to(gl.float16)
-    tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_137 = gl.log2(row_sum_104)
-    v_138 = (row_max_106 + v_137)
-    v_139 = (v_138 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_139, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_3f6cb62e85(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_3f6cb62e85_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_3f6cb62e85_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_3f6cb62e85.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
 def _attention_fwd_gluon_3f9e102ec1_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
@@ -22588,6 +22145,37 @@ def attention_fwd__42b13cb2066b(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant 43eeef998d74
+# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[1,0,2]],"maxnreg":80,"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_fwd__43eeef998d74(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_d3f17cd4e6, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 2, 136), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
+    return (out, lse)
+
+
 # attention_fwd variant 43f4e9617d72
 # config: {"block_sizes":[64,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -22678,37 +22266,6 @@ def attention_fwd__4e8f07c9b631(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_gluon_94191ee0dc, (min(_num_sms(_device), _cdiv(q_len, 192) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
-# attention_fwd variant 5c671a9e6752
-# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_fwd__5c671a9e6752(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_3f6cb62e85, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -23677,11 +23234,11 @@ VARIANTS = {
         '3ecff1c786c9': attention_fwd__3ecff1c786c9,
         '403873c87207': attention_fwd__403873c87207,
         '42b13cb2066b': attention_fwd__42b13cb2066b,
+        '43eeef998d74': attention_fwd__43eeef998d74,
         '43f4e9617d72': attention_fwd__43f4e9617d72,
         '47ee0170ca2b': attention_fwd__47ee0170ca2b,
         '49a88edb71bb': attention_fwd__49a88edb71bb,
         '4e8f07c9b631': attention_fwd__4e8f07c9b631,
-        '5c671a9e6752': attention_fwd__5c671a9e6752,
         '5d110c53be67': attention_fwd__5d110c53be67,
         '5f01d5b80444': attention_fwd__5f01d5b80444,
         '60c979055764': attention_fwd__60c979055764,
