@@ -1,10 +1,12 @@
 #!/bin/bash
-# Sixty-sixth session's fifth call (H100): the D64 non-causal attention backward with its dk/dv
+# Sixty-sixth session's fifth call (H100, or the H200 against its own table): the D64 non-causal attention backward with its dk/dv
 # kernel in Gluon too (scratch/session66_h100_attention_bwd_d64_gluon_jobs.json: S4096's entry and
 # S8192, which runs it; both Gluon at two or three consumer groups against the entry's Gluon dq and
 # Triton dk/dv).
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 start=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $gpu"
+case "$gpu" in *H100*) table=tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json;; *) table=tuned_configs/sm_90.json;; esac
 timeout -s TERM -k 10 ${END:-280} python3 tools/config_probe.py time scratch/session66_h100_attention_bwd_d64_gluon_jobs.json \
-  --table tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json --rounds 5 --out $OUT/probe 2>&1 | grep -v -i warn | tail -14
+  --table $table --rounds 5 --out $OUT/probe 2>&1 | grep -v -i warn | tail -14
 echo "total: $(( $(date +%s) - start )) s"
