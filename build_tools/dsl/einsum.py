@@ -75,12 +75,13 @@ class EinsumMixin:
 
     def einsum_diagonal(self, equation: str, value: TVal, letters: str) -> tuple[TVal, str]:
         """`value` and its letters with each index repeated within them taken once: the diagonal of
-        its first two dims (of one extent), which goes last."""
+        its first two dims (of one extent, or one tile's dim twice), which goes last."""
         while len(set(letters)) != len(letters):
             c = next(c for c in letters if letters.count(c) > 1)
             first = letters.index(c)
             second = letters.index(c, first + 1)
-            extents = {self.constant_extent(value.shape[a], "torch.einsum's diagonal") for a in (first, second)}
+            one_dim = value.shape[first] is value.shape[second]
+            extents = {0} if one_dim else {self.constant_extent(value.shape[a], "torch.einsum's diagonal") for a in (first, second)}
             if len(extents) > 1:
                 raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: index {c!r} repeated within "
                                  f"{letters!r} over extents {sorted(extents)}")

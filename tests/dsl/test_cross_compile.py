@@ -30,7 +30,7 @@ from .test_reductions import online_softmax, row_extremes, running_log_sums
 from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
 from .test_nested_tensors import nested, ragged_sums
-from .test_slicing import diagonals, functions, repeats, subscripts
+from .test_slicing import diagonals, functions, repeats, subscripts, tile_diagonals
 from .test_split_join import complex_mul, pair_sums, swap_pairs
 from .test_stack_and_merged_dims import cat_of_mixed_dtypes, int4_matmul, pack_int4, partial_rotary, stacked
 from kernels_src.attention import attention_fwd
@@ -152,6 +152,7 @@ CASES = {
     "value_parts_and_glu": (functions, lambda: (torch.randn(37, 12),), None),
     "value_repeats": (repeats, lambda: (torch.randn(45, 13),), None),
     "diagonals": (diagonals, lambda: (torch.randn(23, 11), torch.randn(5, 3, 5)), None),
+    "tile_diagonals": (tile_diagonals, lambda: (torch.randn(37, 37), torch.randn(3, 37, 37)), None),
     "cat_of_mixed_dtypes": (cat_of_mixed_dtypes, lambda: (torch.randn(37, 13).bfloat16(), torch.randn(37, 5)), None),
     "cat_of_a_partial_rotary_row": (partial_rotary, lambda: (torch.randn(19, 64), 24), None),
     # torch.matmul's broadcasting: tl.dot takes equal batch dims (a unit one failed to compile)

@@ -1,7 +1,8 @@
 """Corpus: torch.einsum in device code: matrix products (tl.dot, also batched and with the output
 transposed), matrix-vector and outer products, three operands, implicit outputs, a transpose, a
 full contraction, ellipses (broadcast across operands of different ranks, kept or summed),
-diagonals and traces, against torch.einsum in float64; and the equations refused."""
+diagonals and traces (of whole dims, or of one tile's dim taken twice), against torch.einsum in float64; and
+the equations refused."""
 import pytest
 import torch
 
@@ -100,6 +101,24 @@ def ellipses_and_diagonals_reference(x, w):
 def test_einsum_ellipses_and_diagonals(m, n, device):
     x, w = randn(m, n, 7, device=device), randn(7, 7, device=device)
     check_kernel(ellipses_and_diagonals, (x, w), ellipses_and_diagonals_reference, rtol=1e-4, atol=1e-3)
+
+
+@helion.kernel()
+def diagonals_of_tile_blocks(x: torch.Tensor, batched: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n = x.size(0)
+    diagonal = torch.empty([n], dtype=x.dtype, device=x.device)
+    per_batch = torch.empty([batched.size(0), n], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(n):
+        diagonal[tile] = torch.einsum("ii->i", x[tile, tile])
+        per_batch[:, tile] = torch.einsum("bii->bi", batched[:, tile, tile]) + x[tile, 0][None, :]
+    return diagonal, per_batch
+
+
+@pytest.mark.parametrize("n", [1, 45])
+def test_einsum_diagonal_of_a_tile_taken_twice(n, device):
+    x, batched = randn(n, n, device=device), randn(2, n, n, device=device)
+    check_kernel(diagonals_of_tile_blocks, (x, batched),
+                 lambda x, b: (torch.einsum("ii->i", x), torch.einsum("bii->bi", b) + x[:, 0][None, :]))
 
 
 def _einsum_kernel(equation: str):

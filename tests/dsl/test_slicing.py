@@ -1,8 +1,8 @@
 """Corpus: parts and repeats of device values along whole dims: `v[:, a:b:s]`, `v[..., i]` (negative
 bounds, steps, None and Ellipsis beside them), `torch.narrow` / `select` / `chunk` / `split` /
 `unbind`, `F.glu`, `torch.repeat_interleave`, `Tensor.repeat` and `torch.tile` (function and method
-forms), `torch.diagonal` / `diag` / `trace`, on dims whose size is a power of two and on odd ones, in float32, bf16 and bool; and the
-forms refused with what is supported."""
+forms), `torch.diagonal` / `diag` / `trace`, on dims whose size is a power of two and on odd ones, in float32, bf16 and bool;
+diagonals of one tile's dim taken twice (`x[tile, tile]`); and the forms refused with what is supported."""
 import pytest
 import torch
 
@@ -133,6 +133,28 @@ def test_diagonal_diag_and_trace(m, n, c, device):
 
 
 @helion.kernel()
+def tile_diagonals(x: torch.Tensor, batched: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    n = x.size(0)
+    diagonal = torch.empty([n], dtype=x.dtype, device=x.device)
+    per_batch = torch.empty([batched.size(0), n], dtype=x.dtype, device=x.device)
+    traces = torch.zeros([1], dtype=torch.float32, device=x.device)
+    for tile in hl.tile(n):
+        block = x[tile, tile]  # a block on the matrix's diagonal: its diagonal is the matrix's
+        diagonal[tile] = torch.diagonal(block) * 2
+        per_batch[:, tile] = batched[:, tile, tile].diagonal(0, 2, 1)
+        hl.atomic_add(traces, [0], torch.trace(block.float()))
+    return diagonal, per_batch, traces
+
+
+@pytest.mark.parametrize("n", [1, 37, 130])
+def test_diagonal_of_a_tile_taken_twice(n, device):
+    x, batched = randn(n, n, device=device), randn(3, n, n, device=device)
+    check_kernel(tile_diagonals, (x, batched),
+                 lambda x, b: (torch.diagonal(x) * 2, b.diagonal(0, 2, 1), x.trace().reshape(1)),
+                 rtol=1e-5, atol=1e-4)
+
+
+@helion.kernel()
 def bool_parts(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty([x.size(0), 4], dtype=torch.bool, device=x.device)
     for tile in hl.tile(x.size(0)):
@@ -227,6 +249,22 @@ def diagonal_past_the_corner(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def diagonal_of_a_tile_at_an_offset(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.diagonal(x[tile, tile], 1)
+    return out
+
+
+@helion.kernel()
+def diagonal_of_two_tiles(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile([x.size(0), x.size(1)]):
+        out[tile_m] = torch.diagonal(x[tile_m, tile_n])
+    return out
+
+
 @pytest.mark.parametrize("kernel,args,error,message", [
     (slice_of_a_tile, (randn(40),), exc.NotSupported, "along a tile's dim .* whole dims of a constant size"),
     (run_time_bound, (randn(40, 11), 3), exc.NotSupported, "is not a compile-time constant"),
@@ -238,6 +276,8 @@ def diagonal_past_the_corner(x: torch.Tensor) -> torch.Tensor:
     (repeat_interleave_flattening, (randn(40, 11),), exc.NotSupported, "without a dim of a value of more than one dim"),
     (diagonal_of_one_dim, (randn(40, 4, 5),), exc.ShapeMismatch, "torch.diagonal of dims 1 and -2: they are the same dim"),
     (diagonal_past_the_corner, (randn(40, 4, 5),), exc.ShapeMismatch, "torch.diagonal at offset 5 of a 4x5 matrix has no lanes"),
+    (diagonal_of_a_tile_at_an_offset, (randn(40, 40),), exc.NotSupported, "offset 1 of a tile's dim taken twice"),
+    (diagonal_of_two_tiles, (randn(40, 40),), exc.NotSupported, "torch.diagonal along a tile's dim"),
 ])
 def test_refused_parts_say_why(kernel, args, error, message):
     with pytest.raises(error, match=message):
