@@ -9,6 +9,6 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $
 case "$gpu" in *H100*) table=tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json;; *) table=tuned_configs/sm_90.json;; esac
 HK_TEST_DEVICE=cuda timeout 90 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark \
   --timeout 80 -rf --tb=short tests/dsl/test_slicing.py tests/dsl/test_einsum.py -k "tile_taken_twice" 2>&1 | tail -4
-timeout -s TERM -k 10 ${END:-280} python3 tools/config_probe.py time scratch/session66_h100_attention_bwd_d64_gluon_jobs.json \
+timeout -s TERM -k 10 ${END:-240} python3 tools/config_probe.py time scratch/session66_h100_attention_bwd_d64_gluon_jobs.json \
   --table $table --rounds 5 --out $OUT/probe 2>&1 | grep -v -i warn | tail -14
 echo "total: $(( $(date +%s) - start )) s"
