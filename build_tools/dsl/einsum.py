@@ -80,11 +80,11 @@ class EinsumMixin:
             c = next(c for c in letters if letters.count(c) > 1)
             first = letters.index(c)
             second = letters.index(c, first + 1)
-            one_dim = value.shape[first] is value.shape[second]
-            extents = {0} if one_dim else {self.constant_extent(value.shape[a], "torch.einsum's diagonal") for a in (first, second)}
-            if len(extents) > 1:
-                raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: index {c!r} repeated within "
-                                 f"{letters!r} over extents {sorted(extents)}")
+            if value.shape[first] is not value.shape[second]:  # one dim twice (a tile's): diagonal() takes it
+                extents = {self.constant_extent(value.shape[a], "torch.einsum's diagonal") for a in (first, second)}
+                if len(extents) > 1:
+                    raise self.error(exc.ShapeMismatch, f"torch.einsum {equation!r}: index {c!r} repeated within "
+                                     f"{letters!r} over extents {sorted(extents)}")
             value = self.diagonal(value, 0, first, second)
             letters = letters[:first] + letters[first + 1:second] + letters[second + 1:] + c
         return value, letters

@@ -251,24 +251,23 @@ class SlicingMixin:
         if first_axis == second_axis:
             raise self.error(exc.ShapeMismatch, f"torch.diagonal of dims {dim1} and {dim2}: they are the same dim")
         offset = self.compile_time_int(offset, "torch.diagonal")
-        row = place(f"tl.arange(0, {value.shape[first_axis].size_expr})", [first_axis], rank)
-        tile_dim = value.shape[first_axis]
-        if tile_dim is value.shape[second_axis] and tile_dim is not ONE and not isinstance(tile_dim, RDim):
-            if offset:
-                raise self.error(exc.NotSupported, f"torch.diagonal at offset {offset} of a tile's dim taken twice: its "
-                                 "lanes leave the tile; take the diagonal of whole dims")
-            value = self.squeeze(self.relaned(value, second_axis, 1, lambda _: row, "torch.diagonal"), second_axis)
-            first_axis -= first_axis > second_axis
-            return self.permute(value, [a for a in range(rank - 1) if a != first_axis] + [first_axis])
-        rows, columns = (self.constant_extent(value.shape[a], "torch.diagonal") for a in (first_axis, second_axis))
-        start = max(-offset, 0)
-        length = min(rows - start, columns - max(offset, 0))
-        if length < 1:
-            raise self.error(exc.ShapeMismatch, f"torch.diagonal at offset {offset} of a {rows}x{columns} matrix has no lanes "
-                             "(device values have no empty dims)")
+        dim = value.shape[first_axis]
+        one_tile = dim is value.shape[second_axis] and dim is not ONE and not isinstance(dim, RDim)
+        if one_tile and offset:
+            raise self.error(exc.NotSupported, f"torch.diagonal at offset {offset} of a tile's dim taken twice: its "
+                             "lanes leave the tile; take the diagonal of whole dims")
+        if not one_tile:
+            rows, columns = (self.constant_extent(value.shape[a], "torch.diagonal") for a in (first_axis, second_axis))
+            start = max(-offset, 0)
+            length = min(rows - start, columns - max(offset, 0))
+            if length < 1:
+                raise self.error(exc.ShapeMismatch, f"torch.diagonal at offset {offset} of a {rows}x{columns} matrix has "
+                                 "no lanes (device values have no empty dims)")
+        row = place(f"tl.arange(0, {dim.size_expr})", [first_axis], rank)
         value = self.squeeze(self.relaned(value, second_axis, 1, lambda _: f"{row} + {offset}", "torch.diagonal"), second_axis)
         first_axis -= first_axis > second_axis
-        value = self.part(value, first_axis, start, start + length, 1, "torch.diagonal")
+        if not one_tile:
+            value = self.part(value, first_axis, start, start + length, 1, "torch.diagonal")
         return self.permute(value, [a for a in range(rank - 1) if a != first_axis] + [first_axis])
 
     def diag(self, value: Any, diagonal: Any = 0) -> TVal:
