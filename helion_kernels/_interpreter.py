@@ -9,11 +9,21 @@
   in a thread of its own, with the program id kept per thread; the launch returns once all ended.
   A waiting program spins on atomics while holding the GIL, so a program thread yields it after
   each atomic; otherwise hundreds of spinning threads starve the one being waited for.
+- Its `tl.reduce` with a combine function of our own (the DSL's NaN-propagating max, ...) calls the
+  function once per element, on scalars: a 300-wide softmax row in an 8192-lane block took 0.3 s
+  per reduction. Where the function is straight-line code (no branch, loop or `and`/`or`, which
+  would test a whole block as one truth value; calls only of triton.language and of functions
+  like it), we combine adjacent halves of the reduced axis instead, as blocks: log2 of its extent
+  calls, in an order under which an associative function (what tl.reduce requires) gives the
+  same result, as a GPU's tree does. Other functions keep the interpreter's way.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 import os
+import textwrap
 import threading
 import time
 
@@ -28,6 +38,7 @@ def apply() -> None:
     from triton.runtime import interpreter
 
     _widen_bf16_dots(interpreter)
+    _reduce_by_halves(interpreter)
     _run_waiting_programs_concurrently(interpreter)
     _APPLIED.append(True)
 
@@ -48,6 +59,72 @@ def _widen_bf16_dots(interpreter) -> None:
         return original(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
     interpreter.InterpreterBuilder.create_dot = create_dot
+
+
+# triton.language's functions, and the interpreter's stand-ins for them while a kernel runs
+_ELEMENTWISE_MODULES = ("triton.language", "triton.runtime.interpreter")
+_BRANCHING = (ast.If, ast.IfExp, ast.While, ast.For, ast.BoolOp, ast.Assert, ast.Try, ast.With, ast.Match)
+
+
+@functools.lru_cache(maxsize=None)
+def _straight_line(fn) -> bool:
+    """Whether the Python function `fn` (a combine function's) runs the same operations on a block
+    as on a scalar: no branching statement or expression, and every call one of triton.language's
+    (or the interpreter's stand-in) or of a `triton.jit` function that is straight-line too."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, _BRANCHING) or isinstance(node, (ast.Lambda, ast.FunctionDef)) and node is not tree.body[0]:
+            return False
+        if isinstance(node, ast.Call):
+            try:
+                callee = eval(compile(ast.Expression(node.func), "<combine>", "eval"), fn.__globals__)
+            except Exception:  # noqa: BLE001 - a callee not named from the function's globals
+                return False
+            module = getattr(callee, "__module__", None) or ""
+            inner = getattr(callee, "fn", None)
+            if not module.startswith(_ELEMENTWISE_MODULES) and not (callable(inner) and _straight_line(inner)):
+                return False
+    return True
+
+
+def _reduce_by_halves(interpreter) -> None:
+    import numpy as np
+    import triton.language as tl
+
+    one_by_one = interpreter.ReduceOps.generic_reduce
+
+    def by_halves(ops, input):
+        flat_axis = ops.axis is None  # every operand flattened (the interpreter's unravel flattens the first alone)
+        axis = 0 if flat_axis else ops.axis
+        dtypes = [arg.dtype for arg in input]
+        values = [arg.handle.data.reshape(-1) if flat_axis else np.moveaxis(arg.handle.data, axis, 0) for arg in input]
+        while values[0].shape[0] > 1:
+            pairs = values[0].shape[0] // 2
+            left = [ops.to_tensor(v[0:2 * pairs:2], dtype) for v, dtype in zip(values, dtypes)]
+            right = [ops.to_tensor(v[1:2 * pairs:2], dtype) for v, dtype in zip(values, dtypes)]
+            combined = ops.combine_fn.fn(*left, *right)
+            combined = combined if isinstance(combined, tuple) else (combined,)
+            shape = left[0].handle.data.shape
+            values = [np.concatenate([np.broadcast_to(c.handle.data if isinstance(c, tl.core.tensor) else c, shape)
+                                      .astype(v.dtype), v[2 * pairs:]]) for c, v in zip(combined, values)]
+        out = []
+        for data, dtype in zip(values, dtypes):
+            data = data[0]
+            if ops.keep_dims:
+                data = np.expand_dims(data, 0 if flat_axis else axis)
+            elif flat_axis:
+                data = data.item()
+            out.append(ops.to_tensor(data, dtype))
+        return out
+
+    def generic_reduce(ops, input):
+        fn = ops.combine_fn.fn
+        return by_halves(ops, input) if _straight_line(fn) else one_by_one(ops, input)
+
+    interpreter.ReduceOps.generic_reduce = generic_reduce
 
 
 class _ProgramThreads:
