@@ -48,7 +48,8 @@ UNSUPPORTED_FLAGS = {
     inspect.CO_VARKEYWORDS: "a function taking **kwargs",
 }
 _SOURCE_LOCK = threading.Lock()
-_PARSED_FILES: dict[str, tuple[str, ast.Module | None]] = {}
+# filename -> (source text, functions defined in it by (name, first line); "<lambda>" for lambdas)
+_PARSED_FILES: dict[str, tuple[str, dict[tuple[str, int], list]]] = {}
 
 
 class Identity:
@@ -85,21 +86,30 @@ def describe(fn: types.FunctionType) -> str:
 
 
 # ---------------------------------------------------------------------- source
-def _parsed_file(filename: str, module_globals: dict | None) -> ast.Module | None:
+def _functions_of_file(filename: str, module_globals: dict | None) -> dict[tuple[str, int], list] | None:
+    """The function and lambda nodes of a source file by (name, first line), parsed once per text;
+    None when the file cannot be read or parsed."""
     text = "".join(linecache.getlines(filename, module_globals))
     with _SOURCE_LOCK:
         cached = _PARSED_FILES.get(filename)
         if cached is not None and cached[0] == text:
             return cached[1]
-    tree = None
+    functions = None
     if text:
         try:
             tree = ast.parse(text, filename)
         except (SyntaxError, ValueError):
             tree = None
+        if tree is not None:
+            functions = {}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Lambda):
+                    functions.setdefault(("<lambda>", node.lineno), []).append(node)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    functions.setdefault((node.name, _first_line(node)), []).append(node)
     with _SOURCE_LOCK:
-        _PARSED_FILES[filename] = (text, tree)
-    return tree
+        _PARSED_FILES[filename] = (text, functions)
+    return functions
 
 
 def _argument_names(args: ast.arguments) -> list[str]:
@@ -132,17 +142,12 @@ def function_tree(fn: types.FunctionType) -> ast.Lambda | ast.FunctionDef:
     """The tree of `fn`'s definition in its source file (shared; callers copy it before changing
     it). NotSupported when it cannot be found."""
     code = fn.__code__
-    tree = _parsed_file(code.co_filename, fn.__globals__)
-    if tree is None:
+    functions = _functions_of_file(code.co_filename, fn.__globals__)
+    if functions is None:
         raise exc.NotSupported(f"cannot find the source of {describe(fn)} to inline it in device code")
-    is_lambda = code.co_name == "<lambda>"
     wanted = _code_argument_names(code)
-    candidates = []
-    for node in ast.walk(tree):
-        if is_lambda and isinstance(node, ast.Lambda) or \
-                not is_lambda and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            if _first_line(node) == code.co_firstlineno and _argument_names(node.args) == wanted:
-                candidates.append(node)
+    candidates = [node for node in functions.get((code.co_name, code.co_firstlineno), [])
+                  if _argument_names(node.args) == wanted]
     if len(candidates) > 1 and hasattr(code, "co_positions"):
         # several lambdas of one line with the same arguments: the one whose span holds the
         # positions of every instruction of the code (the innermost, for nested lambdas)
