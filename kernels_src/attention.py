@@ -285,10 +285,13 @@ def _causal_hidden(q_len: int, kv_len: int, device) -> torch.Tensor:
 
 
 def _forward_for_backward(q, k, v, causal, scale):
-    """out (input dtype) and lse (fp32) as the forward saves them, computed head by head in fp32."""
+    """out (input dtype) and lse (fp32) as the forward saves them, computed head by head in fp32
+    (on the meta device, whose inputs carry shapes only, their shapes alone)."""
     group = q.size(1) // k.size(1)
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+    if q.device.type == "meta":
+        return out, lse
     for b in range(q.size(0)):
         for h in range(q.size(1)):
             k32, v32 = k[b, h // group].to(torch.float32), v[b, h // group].to(torch.float32)
