@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import inspect
 import math
 import textwrap
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -121,10 +123,12 @@ def find_device_calls(node: ast.AST, globals_: dict) -> ast.AST | None:
     return None
 
 
-def without_returns(stmt: ast.stmt) -> ast.stmt:
-    """A copy of the host statement `stmt` whose nested `return`s are `pass`: what host analysis
-    runs of an early return (`if flag: return out`), whose test depends on the call; the launcher
-    keeps the return, and the analysis goes on to the loops a call that does not return runs."""
+@functools.lru_cache(maxsize=4096)
+def host_statement_code(stmt: ast.stmt, filename: str) -> types.CodeType:
+    """The code host analysis runs of the host statement `stmt`, compiled once per statement (a
+    kernel's tree is shared and not changed): `stmt` with its nested `return`s made `pass`, since an
+    early return (`if flag: return out`) has a test that depends on the call; the launcher keeps the
+    return, and the analysis goes on to the loops a call that does not return runs."""
     class Returns(ast.NodeTransformer):
         def visit_Return(self, node: ast.Return) -> ast.AST:
             return ast.copy_location(ast.Pass(), node)
@@ -134,7 +138,8 @@ def without_returns(stmt: ast.stmt) -> ast.stmt:
 
         visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
 
-    return ast.fix_missing_locations(Returns().visit(copy.deepcopy(stmt)))
+    body = ast.fix_missing_locations(Returns().visit(copy.deepcopy(stmt)))
+    return compile(ast.Module(body=[body], type_ignores=[]), filename, "exec")
 
 
 class DeviceReads(torch.overrides.TorchFunctionMode):

@@ -142,8 +142,9 @@ class BoundKernel:
         self.config_spec = ConfigSpec(self.found, self._discover)
         self.specialized_values = tuple(self.found.specialized) + tuple(self.found.guards)
 
-    def _session(self, config: Config, force_persistent: set, arguments: dict | None = None) -> CompileSession:
-        session = CompileSession(self.kernel.parsed, arguments or self.arguments, config, self.kernel.static_shapes, force_persistent)
+    def _session(self, config: Config, force_persistent: set, discovering: bool = False) -> CompileSession:
+        session = CompileSession(self.kernel.parsed, self.arguments, config, self.kernel.static_shapes, force_persistent,
+                                 discovering)
         session.run()
         return session
 
@@ -153,7 +154,7 @@ class BoundKernel:
         probe = Config(reduction_loops=[LOOP_DISCOVERY_CHUNK] * 64, **(tunables or {}))
         while True:
             try:
-                session = self._session(probe, not_loopable)
+                session = self._session(probe, not_loopable, discovering=True)
             except exc.NotLoopable as err:
                 new = set(err.rdims) - not_loopable
                 if not new:

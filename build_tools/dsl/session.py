@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 import triton
@@ -20,7 +21,7 @@ from . import nested
 from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text, split_helpers
-from .host import HOST_TENSOR_METHODS, DeviceReads, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
+from .host import HOST_TENSOR_METHODS, DeviceReads, LauncherRewriter, ParsedKernel, find_device_calls, host_statement_code
 from .sizes import SizeTracker
 from .values import (DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, MergedDim, RDim, TileVal,
                      scalar_dtype)
@@ -126,9 +127,25 @@ def _product(counts: list[str]) -> str:
     return " * ".join(f"({c})" for c in counts)
 
 
+@functools.lru_cache(maxsize=256)
+def gluon_form(kernel: str) -> tuple[int, frozenset] | None:
+    """(row block, TMA operand tensors) of the Gluon back end's lowering of a rendered Triton
+    kernel (its text without helpers); None where the analysis refuses it. Analysed once per text:
+    discovery renders the same kernel at each bound shape and tunable value."""
+    from .gluon_lowering import Lowering
+
+    try:
+        lowering = Lowering(kernel, 1)
+        return int(lowering.rows.removeprefix("_BLOCK_SIZE_")), frozenset(site.tensor for site in lowering.sites())
+    except Exception:  # noqa: BLE001 - refused (NotLowerable, NotSupported) or unreadable by the analysis
+        return None
+
+
 class CompileSession:
-    def __init__(self, parsed: ParsedKernel, args: dict, config: Config, static_shapes: bool, force_persistent: set):
+    def __init__(self, parsed: ParsedKernel, args: dict, config: Config, static_shapes: bool, force_persistent: set,
+                 discovering: bool = False):
         self.parsed = parsed
+        self.discovering = discovering  # a discovery compile: it records what the config space offers
         self.config = config
         self.static_shapes = static_shapes
         self.force_persistent = force_persistent
@@ -755,7 +772,7 @@ class CompileSession:
                 self.compile_time_names -= bound
         if not isinstance(stmt, ast.Return):
             self.sizes.before(stmt)
-            code = compile(ast.Module(body=[without_returns(stmt)], type_ignores=[]), self.parsed.filename, "exec")
+            code = host_statement_code(stmt, self.parsed.filename)
             reads = DeviceReads()
             try:
                 with reads:
@@ -818,7 +835,7 @@ class CompileSession:
         if gluon:
             name, source = self.gluon_kernel(builder, source, {flag: this_loop(self.config.get(flag, False))
                                                               for flag in GLUON_FLAGS}, loop_index)
-        else:
+        elif self.discovering:
             self.note_gluon_form(builder, source)
         launch = self.current_launch
         args = []
@@ -888,7 +905,7 @@ class CompileSession:
         if not rows.isdigit() or int(rows) != 64 * groups:
             raise exc.InvalidConfig(f'backend "gluon" takes 64 rows per consumer warpgroup: the row block is '
                                     f"{rows}, consumer_groups {groups}")
-        dtypes = self.tma_dtypes(builder, sites)
+        dtypes = self.tma_dtypes(builder, {site.tensor for site in sites})
         stored = {tma.tensor for tma, _ in lowering.stores.values()}
         for tensor in sorted(dtypes, key=list(builder.params).index):
             host = builder.params[tensor].host_expr
@@ -928,11 +945,11 @@ class CompileSession:
         name = f"_{self.parsed.fn.__name__}_gluon_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
         return name, text.replace(placeholder, name)
 
-    def tma_dtypes(self, builder: KernelBuilder, sites: list) -> dict:
-        """{tensor parameter: dtype} of the Gluon lowering's TMA operands; NotSupported unless each
-        is a host-code name of a float16 or bfloat16 tensor."""
+    def tma_dtypes(self, builder: KernelBuilder, tensors: Iterable[str]) -> dict:
+        """{tensor parameter: dtype} of the Gluon lowering's TMA operands (`tensors`); NotSupported
+        unless each is a host-code name of a float16 or bfloat16 tensor."""
         dtypes = {}
-        for tensor in {site.tensor for site in sites}:
+        for tensor in set(tensors):
             host = builder.params[tensor].host_expr
             if not host.isidentifier():
                 raise exc.NotSupported(f'backend "gluon": the TMA operand {host} is not a name in host code')
@@ -944,15 +961,13 @@ class CompileSession:
     def note_gluon_form(self, builder: KernelBuilder, source: str) -> None:
         """Discovery: the row block of this top-level loop when the Gluon back end can lower its
         kernel (found.gluon_rows; None where it cannot), so the config space offers the back end."""
-        from .gluon_lowering import Lowering
-
-        try:
-            lowering = Lowering(split_helpers(source)[1], 1)
-            self.tma_dtypes(builder, lowering.sites())
-        except Exception:  # noqa: BLE001 - refused (NotLowerable, NotSupported) or unreadable by the
-            self.found.gluon_rows.append(None)  # analysis: not offered; a config asking for it gets the error
-            return
-        self.found.gluon_rows.append(int(lowering.rows.removeprefix("_BLOCK_SIZE_")))
+        form = gluon_form(split_helpers(source)[1])
+        if form is not None:
+            try:
+                self.tma_dtypes(builder, form[1])
+            except Exception:  # noqa: BLE001 - refused or unreadable: not offered; a config asking for it gets the error
+                form = None
+        self.found.gluon_rows.append(None if form is None else form[0])
 
     def make_reduction_sizes_constexpr(self, rdims, builder: KernelBuilder) -> None:
         """static_reduction_sizes: the parameter carrying each run-time reduction extent becomes a
