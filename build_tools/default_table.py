@@ -237,7 +237,7 @@ def _entries_for(spec) -> list:
     for dtype in sorted(set(spec.dtypes) | set(KERNEL_DTYPES), key=str):
         for shape, overrides, rule in representative_points(keys, spec.name, dtype):
             spec.kernel.reset()
-            bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
+            bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "meta", 0))
             config, adjusted = heuristic_config(bound.config_spec, overrides)
             specialization = to_plain(bound.specialization_key())
             entry = {"op": spec.name, "dtype": str(dtype).removeprefix("torch."), "shape": shape,

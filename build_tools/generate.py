@@ -107,8 +107,9 @@ def keeps_config(bound, config: dict) -> bool:
 
 
 def _inputs(spec, shape: dict, dtype: torch.dtype, dtypes: dict | None) -> tuple:
-    """spec's inputs for (shape, dtype) on the CPU, with the arguments named in `dtypes` in theirs."""
-    args = tuple(spec.make_inputs(shape, dtype, "cpu", 0))
+    """spec's inputs for (shape, dtype) on the meta device (binding reads shapes and dtypes, no data), with the
+    arguments named in `dtypes` in theirs."""
+    args = tuple(spec.make_inputs(shape, dtype, "meta", 0))
     return spec.with_dtypes(args, dtypes) if dtypes else args
 
 
