@@ -13,9 +13,10 @@
   function once per element, on scalars: a 300-wide softmax row in an 8192-lane block took 0.3 s
   per reduction. Where the function is straight-line code (no branch, loop or `and`/`or`, which
   would test a whole block as one truth value; calls only of triton.language and of functions
-  like it), we combine adjacent halves of the reduced axis instead, as blocks: log2 of its extent
-  calls, in an order under which an associative function (what tl.reduce requires) gives the
-  same result, as a GPU's tree does. Other functions keep the interpreter's way.
+  like it), we combine the reduced axis's adjacent pairs of elements instead, all pairs as one
+  block, halving the axis each step: log2 of its extent calls, in an order under which an
+  associative function (what tl.reduce requires) gives the same result, as a GPU's tree does.
+  Other functions keep the interpreter's way.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def apply() -> None:
     from triton.runtime import interpreter
 
     _widen_bf16_dots(interpreter)
-    _reduce_by_halves(interpreter)
+    _reduce_pairwise(interpreter)
     _run_waiting_programs_concurrently(interpreter)
     _APPLIED.append(True)
 
@@ -90,13 +91,13 @@ def _straight_line(fn) -> bool:
     return True
 
 
-def _reduce_by_halves(interpreter) -> None:
+def _reduce_pairwise(interpreter) -> None:
     import numpy as np
     import triton.language as tl
 
     one_by_one = interpreter.ReduceOps.generic_reduce
 
-    def by_halves(ops, input):
+    def pairwise(ops, input):
         flat_axis = ops.axis is None  # every operand flattened (the interpreter's unravel flattens the first alone)
         axis = 0 if flat_axis else ops.axis
         dtypes = [arg.dtype for arg in input]
@@ -122,7 +123,7 @@ def _reduce_by_halves(interpreter) -> None:
 
     def generic_reduce(ops, input):
         fn = ops.combine_fn.fn
-        return by_halves(ops, input) if _straight_line(fn) else one_by_one(ops, input)
+        return pairwise(ops, input) if _straight_line(fn) else one_by_one(ops, input)
 
     interpreter.ReduceOps.generic_reduce = generic_reduce
 

@@ -1,5 +1,5 @@
 """helion_kernels._interpreter: `tl.reduce` with a combine function of one's own, under Triton's
-interpreter, combines halves of the reduced axis as blocks. Raw Triton kernels here (the DSL emits
+interpreter, combines adjacent pairs of the reduced axis as blocks. Raw Triton kernels here (the DSL emits
 such reductions for its NaN-propagating max): results against PyTorch, for every axis, kept dims,
 tuple-valued functions and one that is associative but not commutative; a function written for
 scalars still runs (the interpreter's own one-element-at-a-time path)."""
