@@ -9,13 +9,14 @@
   in a thread of its own, with the program id kept per thread; the launch returns once all ended.
   A waiting program spins on atomics while holding the GIL, so a program thread yields it after
   each atomic; otherwise hundreds of spinning threads starve the one being waited for.
-- Its `tl.reduce` with a combine function of our own (the DSL's NaN-propagating max, ...) calls the
-  function once per element, on scalars: a 300-wide softmax row in an 8192-lane block took 0.3 s
-  per reduction. Where the function is straight-line code (no branch, loop or `and`/`or`, which
-  would test a whole block as one truth value; calls only of triton.language and of functions
-  like it), we combine the reduced axis's adjacent pairs of elements instead, all pairs as one
-  block, halving the axis each step: log2 of its extent calls, in an order under which an
-  associative function (what tl.reduce requires) gives the same result, as a GPU's tree does.
+- Its `tl.reduce` and `tl.associative_scan` with a combine function of our own (the DSL's
+  NaN-propagating max, ...) call the function once per element, on scalars: a 300-wide softmax row
+  in an 8192-lane block took 0.3 s per reduction. Where the function is straight-line code (no
+  branch, loop or `and`/`or`, which would test a whole block as one truth value; calls only of
+  triton.language and of functions like it), we combine elements of the axis as blocks instead: a reduction its adjacent pairs,
+  halving the axis each step; a scan each element with the one 1, 2, 4, ... before it. That is
+  log2 of the extent calls, in an order under which an associative function (what both require)
+  gives the same result, as a GPU's tree does.
   Other functions keep the interpreter's way.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def apply() -> None:
     from triton.runtime import interpreter
 
     _widen_bf16_dots(interpreter)
-    _reduce_pairwise(interpreter)
+    _reduce_and_scan_pairwise(interpreter)
     _run_waiting_programs_concurrently(interpreter)
     _APPLIED.append(True)
 
@@ -91,26 +92,35 @@ def _straight_line(fn) -> bool:
     return True
 
 
-def _reduce_pairwise(interpreter) -> None:
+def _combine_blocks(ops, left: list, right: list, dtypes: list) -> list:
+    """The combine function of `ops` (a reduce or scan) applied to whole blocks: `left` and
+    `right` hold one array per operand, of one shape; one array per operand back, in its dtype."""
     import numpy as np
     import triton.language as tl
 
-    one_by_one = interpreter.ReduceOps.generic_reduce
+    combined = ops.combine_fn.fn(*[ops.to_tensor(v, dtype) for v, dtype in zip(left, dtypes)],
+                                 *[ops.to_tensor(v, dtype) for v, dtype in zip(right, dtypes)])
+    combined = combined if isinstance(combined, tuple) else (combined,)
+    return [np.broadcast_to(c.handle.data if isinstance(c, tl.core.tensor) else c, v.shape).astype(v.dtype)
+            for c, v in zip(combined, left)]
 
-    def pairwise(ops, input):
+
+def _reduce_and_scan_pairwise(interpreter) -> None:
+    import numpy as np
+
+    reduce_one_by_one = interpreter.ReduceOps.generic_reduce
+    scan_one_by_one = interpreter.ScanOps.generic_scan
+
+    def reduce_pairwise(ops, input):
+        """Each step combines elements 2i and 2i+1 of the axis (an odd last one is carried)."""
         flat_axis = ops.axis is None  # every operand flattened (the interpreter's unravel flattens the first alone)
         axis = 0 if flat_axis else ops.axis
         dtypes = [arg.dtype for arg in input]
         values = [arg.handle.data.reshape(-1) if flat_axis else np.moveaxis(arg.handle.data, axis, 0) for arg in input]
         while values[0].shape[0] > 1:
             pairs = values[0].shape[0] // 2
-            left = [ops.to_tensor(v[0:2 * pairs:2], dtype) for v, dtype in zip(values, dtypes)]
-            right = [ops.to_tensor(v[1:2 * pairs:2], dtype) for v, dtype in zip(values, dtypes)]
-            combined = ops.combine_fn.fn(*left, *right)
-            combined = combined if isinstance(combined, tuple) else (combined,)
-            shape = left[0].handle.data.shape
-            values = [np.concatenate([np.broadcast_to(c.handle.data if isinstance(c, tl.core.tensor) else c, shape)
-                                      .astype(v.dtype), v[2 * pairs:]]) for c, v in zip(combined, values)]
+            combined = _combine_blocks(ops, [v[0:2 * pairs:2] for v in values], [v[1:2 * pairs:2] for v in values], dtypes)
+            values = [np.concatenate([c, v[2 * pairs:]]) for c, v in zip(combined, values)]
         out = []
         for data, dtype in zip(values, dtypes):
             data = data[0]
@@ -121,11 +131,29 @@ def _reduce_pairwise(interpreter) -> None:
             out.append(ops.to_tensor(data, dtype))
         return out
 
+    def scan_pairwise(ops, input):
+        """Step k makes element i the combination of elements i - 2^(k+1) + 1 .. i (fewer at the
+        start): it combines element i - 2^k, which holds the 2^k before i's own, with element i.
+        Blocks keep their power-of-two extent: the first 2^k elements, which keep their values, are
+        combined with themselves and the results dropped."""
+        dtypes = [arg.dtype for arg in input]
+        values = [np.moveaxis(arg.handle.data, ops.axis, 0) for arg in input]
+        extent, step = values[0].shape[0], 1
+        while step < extent:
+            before = [np.concatenate([v[:step], v[:extent - step]]) for v in values]
+            combined = _combine_blocks(ops, before, values, dtypes)
+            values = [np.concatenate([v[:step], c[step:]]) for c, v in zip(combined, values)]
+            step *= 2
+        return [ops.to_tensor(np.moveaxis(v, 0, ops.axis), dtype) for v, dtype in zip(values, dtypes)]
+
     def generic_reduce(ops, input):
-        fn = ops.combine_fn.fn
-        return pairwise(ops, input) if _straight_line(fn) else one_by_one(ops, input)
+        return reduce_pairwise(ops, input) if _straight_line(ops.combine_fn.fn) else reduce_one_by_one(ops, input)
+
+    def generic_scan(ops, input):
+        return scan_pairwise(ops, input) if _straight_line(ops.combine_fn.fn) else scan_one_by_one(ops, input)
 
     interpreter.ReduceOps.generic_reduce = generic_reduce
+    interpreter.ScanOps.generic_scan = generic_scan
 
 
 class _ProgramThreads:

@@ -1,8 +1,9 @@
-"""helion_kernels._interpreter: `tl.reduce` with a combine function of one's own, under Triton's
-interpreter, combines adjacent pairs of the reduced axis as blocks. Raw Triton kernels here (the DSL emits
-such reductions for its NaN-propagating max): results against PyTorch, for every axis, kept dims,
-tuple-valued functions and one that is associative but not commutative; a function written for
-scalars still runs (the interpreter's own one-element-at-a-time path)."""
+"""helion_kernels._interpreter: `tl.reduce` and `tl.associative_scan` with a combine function of
+one's own, under Triton's interpreter, combine elements of the axis as blocks. Raw Triton kernels
+here (the DSL emits such reductions for its NaN-propagating max): results against PyTorch or an
+element-by-element loop, for every axis, kept dims, reversed scans, tuple-valued functions and one
+that is associative but not commutative; a function written for scalars still runs (the
+interpreter's own one-element-at-a-time path)."""
 import os
 
 import pytest
@@ -139,3 +140,73 @@ def test_which_combine_functions_take_blocks():
 
     assert _straight_line(_max_propagating_nan.fn) and _straight_line(_max_and_first_index.fn)
     assert not _straight_line(_max_of_scalars.fn)
+
+
+@triton.jit
+def _scan_kernel(x, out, idx, KIND: tl.constexpr, AXIS: tl.constexpr, REVERSE: tl.constexpr, M: tl.constexpr,
+                 N: tl.constexpr):
+    offsets = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    v = tl.load(x + offsets)
+    if KIND == 0:
+        r = tl.associative_scan(v, AXIS, _max_propagating_nan, reverse=REVERSE)
+    elif KIND == 1:
+        r = tl.associative_scan(v, AXIS, _last_nonzero, reverse=REVERSE)
+    elif KIND == 2:
+        r, i = tl.associative_scan((v, offsets), AXIS, _max_and_first_index, reverse=REVERSE)
+        tl.store(idx + offsets, i)
+    else:
+        r = tl.associative_scan(v, AXIS, _max_of_scalars, reverse=REVERSE)
+    tl.store(out + offsets, r)
+
+
+def _scan_by_loop(values, combine, axis, reverse):
+    """The inclusive scan of each row (axis 1) or column (axis 0) of `values` (lists of floats or
+    tuples), one element at a time."""
+    lines = [list(line) for line in (zip(*values) if axis == 0 else values)]
+    out = []
+    for line in lines:
+        order = line[::-1] if reverse else line
+        acc, done = order[0], [order[0]]
+        for item in order[1:]:
+            acc = combine(acc, item)
+            done.append(acc)
+        out.append(done[::-1] if reverse else done)
+    return [list(column) for column in zip(*out)] if axis == 0 else out
+
+
+def _run_scan(kind, axis, reverse, x):
+    out = torch.full((M, N), 12345.0)
+    idx = torch.full((M, N), -7, dtype=torch.int32)
+    _scan_kernel[(1,)](x, out, idx, kind, axis, reverse, M, N)
+    return out, idx
+
+
+def _py_max_nan(a, b):
+    return a if a != a or a > b else b
+
+
+@pytest.mark.parametrize("axis, reverse", [(0, False), (1, False), (1, True), (0, True)])
+def test_scans(axis, reverse):
+    x = torch.randn(M, N) * (torch.rand(M, N) < 0.5)
+    x[5, 7] = float("nan")
+    values = x.tolist()
+    running_max, _ = _run_scan(0, axis, reverse, x)
+    expected = torch.tensor(_scan_by_loop(values, _py_max_nan, axis, reverse))
+    torch.testing.assert_close(running_max, expected, equal_nan=True, rtol=0, atol=0)
+    filled, _ = _run_scan(1, axis, reverse, x.nan_to_num(nan=2.0))
+    expected = _scan_by_loop(x.nan_to_num(nan=2.0).tolist(), lambda a, b: b if b != 0 else a, axis, reverse)
+    torch.testing.assert_close(filled, torch.tensor(expected), rtol=0, atol=0)
+    ties = torch.randint(-3, 3, (M, N)).float()
+    flat = torch.arange(M * N).reshape(M, N).tolist()
+    pairs = [list(zip(row, index)) for row, index in zip(ties.tolist(), flat)]
+    best, first = _run_scan(2, axis, reverse, ties)
+    expected = _scan_by_loop(pairs, lambda a, b: b if b[0] > a[0] or (b[0] == a[0] and b[1] < a[1]) else a, axis, reverse)
+    torch.testing.assert_close(best, torch.tensor([[v for v, _ in row] for row in expected]), rtol=0, atol=0)
+    torch.testing.assert_close(first, torch.tensor([[i for _, i in row] for row in expected], dtype=torch.int32),
+                               rtol=0, atol=0)
+
+
+def test_a_scan_written_for_scalars_still_runs():
+    x = torch.randn(M, N)
+    out, _ = _run_scan(3, 1, False, x)
+    torch.testing.assert_close(out, torch.tensor(_scan_by_loop(x.tolist(), max, 1, False)), rtol=0, atol=0)
