@@ -112,15 +112,13 @@ def _reduce_and_scan_pairwise(interpreter) -> None:
     scan_one_by_one = interpreter.ScanOps.generic_scan
 
     def reduce_pairwise(ops, input):
-        """Each step combines elements 2i and 2i+1 of the axis (an odd last one is carried)."""
+        """Each step combines elements 2i and 2i+1 of the axis (a block's extent is a power of two)."""
         flat_axis = ops.axis is None  # every operand flattened (the interpreter's unravel flattens the first alone)
         axis = 0 if flat_axis else ops.axis
         dtypes = [arg.dtype for arg in input]
         values = [arg.handle.data.reshape(-1) if flat_axis else np.moveaxis(arg.handle.data, axis, 0) for arg in input]
         while values[0].shape[0] > 1:
-            pairs = values[0].shape[0] // 2
-            combined = _combine_blocks(ops, [v[0:2 * pairs:2] for v in values], [v[1:2 * pairs:2] for v in values], dtypes)
-            values = [np.concatenate([c, v[2 * pairs:]]) for c, v in zip(combined, values)]
+            values = _combine_blocks(ops, [v[0::2] for v in values], [v[1::2] for v in values], dtypes)
         out = []
         for data, dtype in zip(values, dtypes):
             data = data[0]
