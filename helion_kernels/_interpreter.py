@@ -13,11 +13,11 @@
   NaN-propagating max, ...) call the function once per element, on scalars: a 300-wide softmax row
   in an 8192-lane block took 0.3 s per reduction. Where the function is straight-line code (no
   branch, loop or `and`/`or`, which would test a whole block as one truth value; calls only of
-  triton.language and of functions like it), we combine elements of the axis as blocks instead: a reduction its adjacent pairs,
-  halving the axis each step; a scan each element with the one 1, 2, 4, ... before it. That is
-  log2 of the extent calls, in an order under which an associative function (what both require)
-  gives the same result, as a GPU's tree does.
-  Other functions keep the interpreter's way.
+  triton.language and of functions like it), we combine elements of the axis as blocks instead:
+  a reduction its adjacent pairs, halving the axis each step; a scan each element with the one 1,
+  2, 4, ... before it. That is log2 of the extent calls, in an order under which an associative
+  function (what both require) gives the same result, as a GPU's tree does. Other functions keep
+  the interpreter's way.
 """
 from __future__ import annotations
 
